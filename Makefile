@@ -1,0 +1,58 @@
+# Build, run and test ngx_platform_module.
+#
+#   make                  module against Debian's nginx-dev tree
+#   make NGINX_SRC=DIR    module against an upstream nginx source tree
+#   make asan             module built with AddressSanitizer
+#   make run              dev servers: PostgreSQL, Redis, nginx (scripts/dev)
+#   make test             the whole test suite (scripts/test)
+#   make bench            benchmark (scripts/bench)
+
+NGINX_SRC  ?= /usr/share/nginx/src
+BUILD      ?= build
+CC         ?= cc
+
+MODULE_SRCS = config ngx_platform_module.c $(wildcard src/*.c src/*.h)
+
+# Debian's nginx-dev ships the configure flags its nginx was built with;
+# building with them keeps the module binary-compatible with nginx-core.
+CONF_FLAGS  = $(shell if [ -f $(NGINX_SRC)/conf_flags ]; then \
+                bash -c '. $(NGINX_SRC)/conf_flags; \
+                         printf "%s " "$${NGX_CONF_FLAGS[@]}"'; \
+              else echo --with-compat; fi)
+
+ASAN_FLAGS  = -fsanitize=address -fno-omit-frame-pointer -DNGX_DEBUG_PALLOC=1
+
+.PHONY: all module asan run stop test bench clean
+
+all: module
+
+module: $(BUILD)/ngx_platform_module.so
+
+asan: $(BUILD)/asan/ngx_platform_module.so
+
+$(BUILD)/ngx_platform_module.so: $(MODULE_SRCS)
+	@mkdir -p $(BUILD)
+	@scripts/build-module "$(NGINX_SRC)" "$(BUILD)/nginx" "$(CC)" "" "" \
+	    $(CONF_FLAGS)
+	cp $(BUILD)/nginx/objs/ngx_platform_module.so $@
+
+$(BUILD)/asan/ngx_platform_module.so: $(MODULE_SRCS)
+	@mkdir -p $(BUILD)/asan
+	@scripts/build-module "$(NGINX_SRC)" "$(BUILD)/nginx-asan" "$(CC)" \
+	    "$(ASAN_FLAGS)" "-fsanitize=address" $(CONF_FLAGS)
+	cp $(BUILD)/nginx-asan/objs/ngx_platform_module.so $@
+
+run:
+	scripts/dev start
+
+stop:
+	scripts/dev stop
+
+test:
+	scripts/test
+
+bench:
+	scripts/bench
+
+clean:
+	rm -rf $(BUILD)

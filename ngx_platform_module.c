@@ -1,0 +1,406 @@
+
+/*
+ * ngx_platform_module: the business platform's HTTP/JSON API served
+ * in-process. Module definition, directives, configuration and the
+ * per-worker lifecycle of the PostgreSQL pool and the Redis client.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_pg.h"
+#include "ngx_platform_redis.h"
+
+
+static ngx_int_t ngx_platform_init_process(ngx_cycle_t *cycle);
+static void ngx_platform_exit_process(ngx_cycle_t *cycle);
+static void *ngx_platform_create_main_conf(ngx_conf_t *cf);
+static char *ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_platform_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_conf_num_bounds_t  ngx_platform_pool_size_bounds = {
+    ngx_conf_check_num_bounds, 1, 1024
+};
+
+static ngx_conf_num_bounds_t  ngx_platform_queue_size_bounds = {
+    ngx_conf_check_num_bounds, 0, 65536
+};
+
+static ngx_conf_num_bounds_t  ngx_platform_redis_db_bounds = {
+    ngx_conf_check_num_bounds, 0, 65535
+};
+
+
+static ngx_command_t  ngx_platform_commands[] = {
+
+    { ngx_string("platform_pg"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_conninfo),
+      NULL },
+
+    { ngx_string("platform_pg_pool_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_pool_size),
+      &ngx_platform_pool_size_bounds },
+
+    { ngx_string("platform_pg_queue_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_queue_size),
+      &ngx_platform_queue_size_bounds },
+
+    { ngx_string("platform_pg_queue_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_queue_timeout),
+      NULL },
+
+    { ngx_string("platform_pg_connect_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_connect_timeout),
+      NULL },
+
+    { ngx_string("platform_pg_query_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_query_timeout),
+      NULL },
+
+    { ngx_string("platform_pg_idle_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_idle_timeout),
+      NULL },
+
+    { ngx_string("platform_pg_max_uses"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_max_uses),
+      NULL },
+
+    { ngx_string("platform_redis"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_addr),
+      NULL },
+
+    { ngx_string("platform_redis_password"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_password),
+      NULL },
+
+    { ngx_string("platform_redis_db"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_db),
+      &ngx_platform_redis_db_bounds },
+
+    { ngx_string("platform_redis_connect_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_connect_timeout),
+      NULL },
+
+    { ngx_string("platform_redis_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_timeout),
+      NULL },
+
+    { ngx_string("platform_otp"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_platform_family,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_platform_otp_family },
+
+    { ngx_string("platform_products"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_platform_family,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_platform_products_family },
+
+    { ngx_string("platform_tms"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_platform_family,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_platform_tms_family },
+
+    { ngx_string("platform_otp_attempts"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
+      ngx_platform_otp_attempts,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_cache_max_age"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, cache_max_age),
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_platform_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_platform_create_main_conf,         /* create main configuration */
+    ngx_platform_init_main_conf,           /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_platform_create_loc_conf,          /* create location configuration */
+    ngx_platform_merge_loc_conf            /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_platform_module = {
+    NGX_MODULE_V1,
+    &ngx_platform_module_ctx,              /* module context */
+    ngx_platform_commands,                 /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_platform_init_process,             /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_platform_exit_process,             /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_int_t
+ngx_platform_init_process(ngx_cycle_t *cycle)
+{
+    ngx_platform_main_conf_t  *pmcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    pmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_platform_module);
+    if (pmcf == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_platform_pg_init_process(cycle, pmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_platform_redis_init_process(cycle, pmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_platform_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_platform_module);
+    if (pmcf == NULL) {
+        return;
+    }
+
+    ngx_platform_redis_exit_process(cycle, pmcf);
+    ngx_platform_pg_exit_process(cycle, pmcf);
+}
+
+
+static void *
+ngx_platform_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = ngx_pcalloc(cf->pool, sizeof(ngx_platform_main_conf_t));
+    if (pmcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     pmcf->pg_conninfo = { 0, NULL };
+     *     pmcf->redis_addr = { 0, NULL };
+     *     pmcf->redis_password = { 0, NULL };
+     *     pmcf->pg = NULL;
+     *     pmcf->redis = NULL;
+     */
+
+    pmcf->pg_pool_size = NGX_CONF_UNSET_UINT;
+    pmcf->pg_queue_size = NGX_CONF_UNSET_UINT;
+    pmcf->pg_queue_timeout = NGX_CONF_UNSET_MSEC;
+    pmcf->pg_connect_timeout = NGX_CONF_UNSET_MSEC;
+    pmcf->pg_query_timeout = NGX_CONF_UNSET_MSEC;
+    pmcf->pg_idle_timeout = NGX_CONF_UNSET_MSEC;
+    pmcf->pg_max_uses = NGX_CONF_UNSET_UINT;
+    pmcf->redis_db = NGX_CONF_UNSET;
+    pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
+    pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
+
+    return pmcf;
+}
+
+
+static char *
+ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ngx_conf_init_uint_value(pmcf->pg_pool_size, 8);
+    ngx_conf_init_uint_value(pmcf->pg_queue_size, 128);
+    ngx_conf_init_msec_value(pmcf->pg_queue_timeout, 3000);
+    ngx_conf_init_msec_value(pmcf->pg_connect_timeout, 3000);
+    ngx_conf_init_msec_value(pmcf->pg_query_timeout, 10000);
+    ngx_conf_init_msec_value(pmcf->pg_idle_timeout, 60000);
+    ngx_conf_init_uint_value(pmcf->pg_max_uses, 10000);
+    ngx_conf_init_value(pmcf->redis_db, 0);
+    ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
+    ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
+
+    if (pmcf->redis_addr.data == NULL) {
+        ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_platform_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_platform_loc_conf_t  *plcf;
+
+    plcf = ngx_pcalloc(cf->pool, sizeof(ngx_platform_loc_conf_t));
+    if (plcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     plcf->family = NULL;
+     */
+
+    plcf->otp_max_attempts = NGX_CONF_UNSET_UINT;
+    plcf->otp_attempts_window = NGX_CONF_UNSET;
+    plcf->cache_max_age = NGX_CONF_UNSET;
+
+    return plcf;
+}
+
+
+static char *
+ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_platform_loc_conf_t *prev = parent;
+    ngx_platform_loc_conf_t *conf = child;
+
+    ngx_conf_merge_uint_value(conf->otp_max_attempts,
+                              prev->otp_max_attempts, 10);
+    ngx_conf_merge_value(conf->otp_attempts_window,
+                         prev->otp_attempts_window, 300);
+    ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_otp; platform_tms; ...: the location serves that family */
+
+static char *
+ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_loc_conf_t *plcf = conf;
+
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (plcf->family) {
+        return "is duplicate";
+    }
+
+    plcf->family = cmd->post;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_platform_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_otp_attempts 10 5m; */
+
+static char *
+ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_loc_conf_t *plcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (plcf->otp_max_attempts != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atoi(value[1].data, value[1].len);
+    if (n <= 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid number of attempts \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    plcf->otp_max_attempts = n;
+
+    plcf->otp_attempts_window = ngx_parse_time(&value[2], 1);
+    if (plcf->otp_attempts_window == (time_t) NGX_ERROR
+        || plcf->otp_attempts_window == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid attempts window \"%V\"", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}

@@ -1,0 +1,235 @@
+
+/*
+ * ngx_platform: shared declarations of the module core, the request
+ * machinery (routing, envelopes, bodies) and the endpoint families.
+ */
+
+
+#ifndef _NGX_PLATFORM_H_INCLUDED_
+#define _NGX_PLATFORM_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <jansson.h>
+
+
+typedef struct ngx_platform_pg_pool_s   ngx_platform_pg_pool_t;
+typedef struct ngx_platform_redis_s     ngx_platform_redis_t;
+typedef struct ngx_platform_family_s    ngx_platform_family_t;
+typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
+
+
+/* envelope of a family, decisions.md section 1 */
+#define NGX_PLATFORM_ENVELOPE_A      1
+#define NGX_PLATFORM_ENVELOPE_B      2
+#define NGX_PLATFORM_ENVELOPE_SALES  3
+
+
+/* response languages of Envelope A families */
+#define NGX_PLATFORM_LANG_EN         0
+#define NGX_PLATFORM_LANG_FR         1
+
+
+/* outcome of a backend operation, beside NGX_OK and NGX_ERROR */
+#define NGX_PLATFORM_UNAVAILABLE     -100   /* down, pool full: 503 */
+#define NGX_PLATFORM_TIMEOUT         -101   /* backend too slow: 503 */
+
+
+#define NGX_PLATFORM_MAX_PARAMS      4
+
+
+typedef struct {
+    /* PostgreSQL */
+    ngx_str_t                  pg_conninfo;
+    ngx_uint_t                 pg_pool_size;
+    ngx_uint_t                 pg_queue_size;
+    ngx_msec_t                 pg_queue_timeout;
+    ngx_msec_t                 pg_connect_timeout;
+    ngx_msec_t                 pg_query_timeout;
+    ngx_msec_t                 pg_idle_timeout;
+    ngx_uint_t                 pg_max_uses;
+
+    /* Redis */
+    ngx_str_t                  redis_addr;       /* host:port, unix:/path */
+    ngx_str_t                  redis_password;
+    ngx_int_t                  redis_db;
+    ngx_msec_t                 redis_connect_timeout;
+    ngx_msec_t                 redis_timeout;
+
+    /* per-worker runtime state, created in init_process */
+    ngx_platform_pg_pool_t    *pg;
+    ngx_platform_redis_t      *redis;
+} ngx_platform_main_conf_t;
+
+
+typedef struct {
+    ngx_platform_family_t     *family;
+
+    /* OTP: failed attempts allowed per tenant and client in a window */
+    ngx_uint_t                 otp_max_attempts;
+    time_t                     otp_attempts_window;
+
+    /* Cache-Control max-age of cacheable reads (classifications) */
+    time_t                     cache_max_age;
+} ngx_platform_loc_conf_t;
+
+
+/*
+ * A route handler runs once the route, method and version are checked.
+ * It returns what a send function returned, a bare HTTP error status
+ * (an envelope is made for it, with the text of ngx_platform_fail() when
+ * that recorded one), or NGX_DONE when a backend operation answers later;
+ * the completion then calls ngx_platform_finalize() the same way.
+ */
+typedef ngx_int_t (*ngx_platform_route_pt)(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
+
+typedef struct {
+    ngx_uint_t                 method;    /* NGX_HTTP_GET, ... */
+    /*
+     * Path pattern matched segment by segment: literal segments, "{}" for
+     * a captured segment (ctx->params), "v{}" for the API version segment
+     * (served values: "1", "1.0"; anything else is 404).
+     */
+    char                      *pattern;
+    ngx_platform_route_pt      handler;
+} ngx_platform_route_t;
+
+
+struct ngx_platform_family_s {
+    ngx_str_t                  name;
+    ngx_uint_t                 envelope;
+    ngx_platform_route_t      *routes;    /* terminated by a NULL pattern */
+};
+
+
+struct ngx_platform_ctx_s {
+    ngx_platform_family_t     *family;
+    ngx_platform_route_t      *route;
+    ngx_str_t                  request_id;
+    ngx_str_t                  params[NGX_PLATFORM_MAX_PARAMS];
+    ngx_uint_t                 nparams;
+    ngx_uint_t                 lang;
+
+    /* the request body, read whole (also from a temp file), NUL-ended */
+    u_char                    *body;
+    size_t                     body_len;
+
+    /* Allow header of a known path asked with another method */
+    ngx_str_t                  allow;
+
+    /* recorded by ngx_platform_fail() for the error response */
+    ngx_uint_t                 error_status;
+    const char                *error_message;
+    const char                *error_detail;
+
+    ngx_http_log_handler_pt    log_handler;
+
+    /* family-specific state */
+    void                      *data;
+
+    /* set by the backend adapters; cleared when the request goes away */
+    void                      *pg_op;
+    void                      *redis_cmd;
+
+    unsigned                   waiting_body:1;
+};
+
+
+extern ngx_module_t  ngx_platform_module;
+
+extern ngx_platform_family_t  ngx_platform_otp_family;
+extern ngx_platform_family_t  ngx_platform_products_family;
+extern ngx_platform_family_t  ngx_platform_tms_family;
+
+
+/* ngx_platform_http.c: request entry, routing, body, completion */
+
+ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
+ngx_platform_ctx_t *ngx_platform_get_ctx(ngx_http_request_t *r);
+
+/*
+ * Ends a request that a route handler left with NGX_DONE: rc is what a
+ * send function returned, or a bare HTTP error status.
+ */
+void ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc);
+
+/*
+ * Records the message and detail of an error and returns status, for
+ * "return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, ...)"; the strings
+ * must outlive the request's handler (literals or request pool).
+ */
+ngx_int_t ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message, const char *detail);
+
+/* the request body as a JSON object: NGX_OK, else 400 (recorded) */
+ngx_int_t ngx_platform_parse_body(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, json_t **object);
+
+/* a request header by name (case-insensitive), or NULL */
+ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
+
+/*
+ * "tenantId" etc.: NGX_OK with the value when present and sane, else 400
+ * naming the header (recorded with ngx_platform_fail(): return it)
+ */
+ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
+    ngx_str_t *value);
+
+ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
+ngx_str_t *ngx_platform_client_addr(ngx_http_request_t *r);
+
+
+/* ngx_platform_json.c: envelopes and responses */
+
+/*
+ * All send functions return a status for ngx_http_finalize_request() or
+ * ngx_platform_finalize(), take ownership of the json_t they are given
+ * (json_decref exactly once, also on failure), and add Content-Type,
+ * X-Request-Id and, for Envelope A, Content-Language.
+ */
+ngx_int_t ngx_platform_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    json_t *body);
+
+/*
+ * 200 in the family's envelope; data may be NULL for {} (B) or null (A).
+ * message NULL means the family's default success message.
+ */
+ngx_int_t ngx_platform_send_ok(ngx_http_request_t *r, const char *message,
+    json_t *data);
+
+/* the same with data given as serialized JSON, spliced as it is */
+ngx_int_t ngx_platform_send_ok_raw(ngx_http_request_t *r,
+    const char *message, u_char *data, size_t len);
+
+/*
+ * An error in the family's envelope. message is the summary, detail the
+ * descriptive text (Envelope B) or the single errors[] item (A, sales).
+ * For 503 adds Retry-After: 1, for 405 the Allow header of the path.
+ */
+ngx_int_t ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message, const char *detail);
+
+/* maps NGX_PLATFORM_UNAVAILABLE, NGX_PLATFORM_TIMEOUT, NGX_ERROR */
+ngx_int_t ngx_platform_send_backend_error(ngx_http_request_t *r,
+    ngx_int_t rc);
+
+/* a body that is already JSON, sent as it is */
+ngx_int_t ngx_platform_send_raw(ngx_http_request_t *r, ngx_uint_t status,
+    u_char *body, size_t len);
+
+/* a header-only response (204, 304, 200 with no body) */
+ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
+
+ngx_int_t ngx_platform_add_header(ngx_http_request_t *r, char *name,
+    ngx_str_t *value);
+
+/* JSON helpers that never return NULL for a NULL or NUL-less input */
+json_t *ngx_platform_json_str(ngx_str_t *s);
+
+
+#endif /* _NGX_PLATFORM_H_INCLUDED_ */

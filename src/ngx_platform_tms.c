@@ -1,0 +1,139 @@
+
+/*
+ * ngx_platform: transport management under /tms (spec 4.8, decisions.md
+ * section 3 "TMS"). Envelope B; every call names its tenant and country in
+ * the tenantId and countryCode headers, and only that tenant's rows in
+ * that country are visible: another tenant's order is 404.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_pg.h"
+
+
+static ngx_int_t ngx_platform_tms_tenancy(ngx_http_request_t *r,
+    ngx_str_t *tenant, ngx_str_t *country);
+static ngx_int_t ngx_platform_tms_delivery_order(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static void ngx_platform_tms_delivery_order_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+
+
+static ngx_platform_route_t  ngx_platform_tms_routes[] = {
+
+    { NGX_HTTP_GET, "/tms/delivery-orders/{}",
+      ngx_platform_tms_delivery_order },
+
+    { 0, NULL, NULL }
+};
+
+
+ngx_platform_family_t  ngx_platform_tms_family = {
+    ngx_string("tms"),
+    NGX_PLATFORM_ENVELOPE_B,
+    ngx_platform_tms_routes
+};
+
+
+/* the delivery order document of docs/api.md, built by the server */
+
+static ngx_platform_pg_stmt_t  ngx_platform_tms_delivery_order_stmt = {
+    "platform_tms_delivery_order",
+
+    "SELECT json_build_object("
+    "'id', o.id,"
+    " 'orderNumber', o.order_number,"
+    " 'status', o.status,"
+    " 'tenantId', o.tenant_id,"
+    " 'countryCode', o.country_code,"
+    " 'pickupAddress', o.pickup_address,"
+    " 'dropOffAddress', o.dropoff_address,"
+    " 'driver', CASE WHEN d.id IS NULL THEN NULL ELSE json_build_object("
+    "'id', d.id, 'name', d.name, 'phone', d.phone,"
+    " 'vehicleType', d.vehicle_type, 'status', d.status) END,"
+    " 'shippingFee', o.shipping_fee,"
+    " 'currency', o.currency,"
+    " 'assignedAt', o.assigned_at,"
+    " 'createdAt', o.created_at,"
+    " 'updatedAt', o.updated_at)::text"
+    " FROM delivery_orders o"
+    " LEFT JOIN drivers d ON d.id = o.driver_id AND d.tenant_id = o.tenant_id"
+    " WHERE o.id = $1::uuid AND o.tenant_id = $2 AND o.country_code = $3",
+
+    3
+};
+
+
+static ngx_int_t
+ngx_platform_tms_tenancy(ngx_http_request_t *r, ngx_str_t *tenant,
+    ngx_str_t *country)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_require_header(r, "tenantId", tenant);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_platform_require_header(r, "countryCode", country);
+}
+
+
+static ngx_int_t
+ngx_platform_tms_delivery_order(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+    ngx_str_t  params[3];
+
+    rc = ngx_platform_tms_tenancy(r, &params[1], &params[2]);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    params[0] = ctx->params[0];
+
+    if (!ngx_platform_is_uuid(&params[0])) {
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                 "invalid delivery order id",
+                                 "The delivery order id must be a uuid.");
+    }
+
+    rc = ngx_platform_pg_query(r, &ngx_platform_tms_delivery_order_stmt,
+                               params, ngx_platform_tms_delivery_order_done);
+
+    if (rc != NGX_DONE) {
+        return ngx_platform_send_backend_error(r, rc);
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_platform_tms_delivery_order_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
+{
+    if (rc != NGX_OK) {
+        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
+        return;
+    }
+
+    if (PQntuples(res) == 0) {
+        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
+                                  "Delivery order not found.",
+                                  "No delivery order with this id exists."));
+        return;
+    }
+
+    /* send_ok_raw() copies the document out of the result */
+
+    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r,
+                                  "Delivery order retrieved.",
+                                  (u_char *) PQgetvalue(res, 0, 0),
+                                  PQgetlength(res, 0, 0)));
+}
