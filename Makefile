@@ -34,13 +34,14 @@ $(BUILD)/ngx_platform_module.so: $(MODULE_SRCS)
 	@mkdir -p $(BUILD)
 	@scripts/build-module "$(NGINX_SRC)" "$(BUILD)/nginx" "$(CC)" "" "" \
 	    $(CONF_FLAGS)
-	cp $(BUILD)/nginx/objs/ngx_platform_module.so $@
+	@# a new file, not one rewritten in place: running nginx maps the old
+	cp $(BUILD)/nginx/objs/ngx_platform_module.so $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/asan/ngx_platform_module.so: $(MODULE_SRCS)
 	@mkdir -p $(BUILD)/asan
 	@scripts/build-module "$(NGINX_SRC)" "$(BUILD)/nginx-asan" "$(CC)" \
 	    "$(ASAN_FLAGS)" "-fsanitize=address" $(CONF_FLAGS)
-	cp $(BUILD)/nginx-asan/objs/ngx_platform_module.so $@
+	cp $(BUILD)/nginx-asan/objs/ngx_platform_module.so $@.tmp && mv -f $@.tmp $@
 
 run:
 	scripts/dev start

@@ -15,6 +15,7 @@
 #include "ngx_platform_redis.h"
 
 
+static ngx_int_t ngx_platform_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_platform_init_process(ngx_cycle_t *cycle);
 static void ngx_platform_exit_process(ngx_cycle_t *cycle);
 static void *ngx_platform_create_main_conf(ngx_conf_t *cf);
@@ -155,6 +156,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       0,
       &ngx_platform_tms_family },
 
+    { ngx_string("platform_health"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_platform_family,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_platform_health_family },
+
+    { ngx_string("platform_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_platform_family,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_platform_metrics_family },
+
     { ngx_string("platform_otp_attempts"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
       ngx_platform_otp_attempts,
@@ -175,7 +190,7 @@ static ngx_command_t  ngx_platform_commands[] = {
 
 static ngx_http_module_t  ngx_platform_module_ctx = {
     NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_platform_postconfiguration,        /* postconfiguration */
 
     ngx_platform_create_main_conf,         /* create main configuration */
     ngx_platform_init_main_conf,           /* init main configuration */
@@ -205,6 +220,25 @@ ngx_module_t  ngx_platform_module = {
 
 
 static ngx_int_t
+ngx_platform_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_platform_metrics_log_handler;
+
+    return ngx_platform_metrics_add_zone(cf);
+}
+
+
+static ngx_int_t
 ngx_platform_init_process(ngx_cycle_t *cycle)
 {
     ngx_platform_main_conf_t  *pmcf;
@@ -227,6 +261,8 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
     if (ngx_platform_redis_init_process(cycle, pmcf) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    ngx_platform_metrics_init_process();
 
     return NGX_OK;
 }

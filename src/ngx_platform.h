@@ -41,6 +41,23 @@ typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
 #define NGX_PLATFORM_MAX_PARAMS      4
 
 
+/* counters of the metrics zone */
+#define NGX_PLATFORM_M_PG_STATEMENTS        0
+#define NGX_PLATFORM_M_PG_ERRORS            1
+#define NGX_PLATFORM_M_PG_TIMEOUTS          2
+#define NGX_PLATFORM_M_PG_REJECTED          3
+#define NGX_PLATFORM_M_PG_CONNECTS          4
+#define NGX_PLATFORM_M_PG_CONNECT_FAILURES  5
+#define NGX_PLATFORM_M_REDIS_COMMANDS       6
+#define NGX_PLATFORM_M_REDIS_ERRORS         7
+#define NGX_PLATFORM_M_REDIS_TIMEOUTS       8
+#define NGX_PLATFORM_M_REDIS_CONNECTS       9
+#define NGX_PLATFORM_M_MAX                  10
+
+/* HTTP statuses counted one by one; the last slot is "other" */
+#define NGX_PLATFORM_STATUSES               19
+
+
 typedef struct {
     /* PostgreSQL */
     ngx_str_t                  pg_conninfo;
@@ -93,7 +110,8 @@ typedef struct {
     /*
      * Path pattern matched segment by segment: literal segments, "{}" for
      * a captured segment (ctx->params), "v{}" for the API version segment
-     * (served values: "1", "1.0"; anything else is 404).
+     * (served values: "1", "1.0"; anything else is 404). "*" matches
+     * every path of the location.
      */
     char                      *pattern;
     ngx_platform_route_pt      handler;
@@ -145,6 +163,8 @@ extern ngx_module_t  ngx_platform_module;
 extern ngx_platform_family_t  ngx_platform_otp_family;
 extern ngx_platform_family_t  ngx_platform_products_family;
 extern ngx_platform_family_t  ngx_platform_tms_family;
+extern ngx_platform_family_t  ngx_platform_health_family;
+extern ngx_platform_family_t  ngx_platform_metrics_family;
 
 
 /* ngx_platform_http.c: request entry, routing, body, completion */
@@ -230,6 +250,14 @@ ngx_int_t ngx_platform_add_header(ngx_http_request_t *r, char *name,
 
 /* JSON helpers that never return NULL for a NULL or NUL-less input */
 json_t *ngx_platform_json_str(ngx_str_t *s);
+
+
+/* ngx_platform_status.c: metrics zone and counters */
+
+ngx_int_t ngx_platform_metrics_add_zone(ngx_conf_t *cf);
+ngx_int_t ngx_platform_metrics_log_handler(ngx_http_request_t *r);
+void ngx_platform_metrics_init_process(void);
+void ngx_platform_metric_inc(ngx_uint_t metric);
 
 
 #endif /* _NGX_PLATFORM_H_INCLUDED_ */

@@ -289,6 +289,12 @@ ngx_platform_match(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     nparams = 0;
     version_ok = 1;
 
+    if (pattern[0] == '*' && pattern[1] == '\0') {
+        ctx->nparams = 0;
+        *bad_version = 0;
+        return NGX_OK;
+    }
+
     while (*pattern) {
 
         if (*pattern != '/' || u == end || *u != '/') {

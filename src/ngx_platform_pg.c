@@ -85,7 +85,6 @@ struct ngx_platform_pg_pool_s {
     ngx_msec_t                   retry_at;
     ngx_uint_t                   connected;
 
-    ngx_platform_pg_stats_t      stats;
 };
 
 
@@ -205,7 +204,8 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
         op->wait_timer.handler = ngx_platform_pg_wait_timeout;
         op->wait_timer.data = op;
         op->wait_timer.log = r->connection->log;
-        op->wait_timer.cancelable = 1;
+        /* a request waits here: the timer must hold a graceful exit */
+        op->wait_timer.cancelable = 0;
 
         ngx_add_timer(&op->wait_timer, pool->conf->pg_queue_timeout);
 
@@ -219,7 +219,7 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
 
 unavailable:
 
-    pool->stats.rejected++;
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                   "platform: PostgreSQL %s, statement \"%s\" rejected",
@@ -286,8 +286,6 @@ ngx_platform_pg_stats(ngx_platform_pg_stats_t *stats)
     if (pool == NULL) {
         return;
     }
-
-    *stats = pool->stats;
 
     for (q = ngx_queue_head(&pool->idle);
          q != ngx_queue_sentinel(&pool->idle);
@@ -422,7 +420,7 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
 
     ngx_queue_remove(&op->queue);
     ngx_platform_pg_pool->nwaiting--;
-    ngx_platform_pg_pool->stats.timeouts++;
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
     op->waiting = 0;
 
     r = op->request;
@@ -476,7 +474,6 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     pc->timer.handler = ngx_platform_pg_timer_handler;
     pc->timer.data = pc;
     pc->timer.log = pool->log;
-    pc->timer.cancelable = 1;
 
     if (ngx_platform_pg_wrap_socket(pc) != NGX_OK) {
         PQfinish(conn);
@@ -502,6 +499,8 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
         return NGX_ERROR;
     }
 
+    /* the connection serves a request: its timer holds a graceful exit */
+    pc->timer.cancelable = 0;
     ngx_add_timer(&pc->timer, pool->conf->pg_connect_timeout);
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pool->log, 0,
@@ -554,6 +553,7 @@ ngx_platform_pg_wrap_socket(ngx_platform_pg_conn_t *pc)
 static void
 ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc)
 {
+    ngx_uint_t         flags;
     ngx_connection_t  *c;
 
     c = pc->c;
@@ -561,12 +561,21 @@ ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc)
         return;
     }
 
+    /*
+     * libpq closes the socket itself when a connection attempt or the
+     * connection fails; the kernel then has dropped it from epoll, and
+     * its number may already belong to another connection: do not touch
+     * epoll for it.
+     */
+
+    flags = (PQsocket(pc->conn) == c->fd) ? 0 : NGX_CLOSE_EVENT;
+
     if (c->read->active) {
-        (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
+        (void) ngx_del_event(c->read, NGX_READ_EVENT, flags);
     }
 
     if (c->write->active) {
-        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
+        (void) ngx_del_event(c->write, NGX_WRITE_EVENT, flags);
     }
 
     if (c->read->posted) {
@@ -665,6 +674,8 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
         ngx_del_timer(&pc->timer);
     }
 
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_CONNECTS);
+
     if (!pool->connected) {
         ngx_log_error(NGX_LOG_NOTICE, pool->log, 0,
                       "platform: PostgreSQL connection established");
@@ -710,6 +721,8 @@ ngx_platform_pg_connect_failed(ngx_platform_pg_conn_t *pc, char *reason)
 
     pool->retry_at = ngx_current_msec + pool->backoff;
 
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_CONNECT_FAILURES);
+
     if (pool->connected) {
         ngx_log_error(NGX_LOG_ERR, pool->log, 0,
                       "platform: PostgreSQL connect failed: %s", reason);
@@ -734,6 +747,7 @@ ngx_platform_pg_dispatch(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         ngx_del_timer(&pc->timer);
     }
 
+    pc->timer.cancelable = 0;
     ngx_add_timer(&pc->timer, pc->pool->conf->pg_query_timeout);
 
     return ngx_platform_pg_send(pc);
@@ -762,7 +776,7 @@ ngx_platform_pg_send(ngx_platform_pg_conn_t *pc)
     op = pc->op;
     stmt = op->stmt;
 
-    pc->pool->stats.queries++;
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
 
     if (!ngx_platform_pg_is_prepared(pc, stmt)) {
         pc->state = ngx_platform_pg_preparing;
@@ -908,7 +922,7 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
          * PQcancel() blocks, so the connection is dropped instead; the
          * server's statement_timeout ends the statement there.
          */
-        pc->pool->stats.timeouts++;
+        ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
         ngx_platform_pg_fail(pc, NGX_PLATFORM_TIMEOUT,
                              "statement timed out");
         return;
@@ -983,11 +997,11 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
         } else if (ngx_strcmp(ngx_platform_pg_sqlstate(res), "57014") == 0) {
             /* statement_timeout */
-            pc->pool->stats.timeouts++;
+            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
             rc = NGX_PLATFORM_TIMEOUT;
 
         } else {
-            pc->pool->stats.errors++;
+            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_ERRORS);
             rc = NGX_ERROR;
 
             ngx_log_error(NGX_LOG_ERR, pc->pool->log, 0,
@@ -1098,6 +1112,8 @@ ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
     ngx_queue_remove(&pc->queue);
     ngx_queue_insert_head(&pool->idle, &pc->queue);
 
+    /* an idle connection must not delay a graceful exit or a reload */
+    pc->timer.cancelable = 1;
     ngx_add_timer(&pc->timer, pool->conf->pg_idle_timeout);
 }
 

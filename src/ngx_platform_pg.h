@@ -76,10 +76,6 @@ typedef struct {
     ngx_uint_t                 busy;
     ngx_uint_t                 waiting;
     ngx_uint_t                 connected;   /* last connect succeeded */
-    ngx_uint_t                 queries;
-    ngx_uint_t                 errors;
-    ngx_uint_t                 rejected;
-    ngx_uint_t                 timeouts;
 } ngx_platform_pg_stats_t;
 
 void ngx_platform_pg_stats(ngx_platform_pg_stats_t *stats);

@@ -70,6 +70,10 @@ my $raw = $t->raw_request("GET $path HTTP/1.1\r\nHost: localhost\r\n"
                           . "Connection: close\r\n\r\n", timeout => 0.3);
 is($raw, '', 'client left before the answer');
 
+ok($t->wait_until(sub {
+    $t->error_log =~ /client prematurely closed connection while waiting/ },
+    2), 'the worker noticed the client leave mid-query');
+
 $lock->wait;
 
 for (1 .. 3) {

@@ -1,0 +1,1035 @@
+
+/*
+ * ngx_platform: Redis on the nginx event loop. One multiplexed hiredis
+ * async connection per worker, reconnected with backoff; per-command
+ * deadlines are nginx timers because hiredis 0.14 has none.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+#include <ngx_http.h>
+#include <ngx_sha1.h>
+
+#include "ngx_platform_redis.h"
+
+
+#define NGX_PLATFORM_REDIS_PORT         6379
+#define NGX_PLATFORM_REDIS_BACKOFF_MIN  500
+#define NGX_PLATFORM_REDIS_BACKOFF_MAX  10000
+
+
+typedef struct {
+    ngx_http_request_t             *request;   /* NULL once detached */
+    ngx_platform_ctx_t             *ctx;
+    ngx_platform_redis_handler_pt   handler;
+    ngx_pool_cleanup_t             *cleanup;
+    redisAsyncContext              *ac;
+    ngx_event_t                     timer;
+    ngx_msec_t                      sent;
+
+    /* EVALSHA: a private copy of the arguments for the EVAL retry */
+    ngx_platform_redis_script_t    *script;
+    int                             argc;
+    const char                    **argv;
+    size_t                         *argvlen;
+    u_char                          nkeys[NGX_INT_T_LEN];
+    unsigned                        retried:1;
+} ngx_platform_redis_cmd_t;
+
+
+struct ngx_platform_redis_s {
+    ngx_platform_main_conf_t       *pmcf;
+    redisAsyncContext              *ac;
+    ngx_log_t                      *log;
+
+    char                           *host;
+    int                             port;
+    char                           *path;
+
+    ngx_event_t                     connect_timer;
+    ngx_event_t                     reconnect_timer;
+    ngx_msec_t                      backoff;
+    ngx_msec_t                      last_reply;
+    ngx_uint_t                      setup_pending;
+
+    unsigned                        ready:1;
+    unsigned                        exiting:1;
+};
+
+
+static ngx_int_t ngx_platform_redis_parse_addr(ngx_cycle_t *cycle,
+    ngx_platform_redis_t *rd);
+static void ngx_platform_redis_connect(ngx_platform_redis_t *rd);
+static void ngx_platform_redis_schedule(ngx_platform_redis_t *rd);
+static void ngx_platform_redis_reconnect_handler(ngx_event_t *ev);
+static void ngx_platform_redis_connect_timeout(ngx_event_t *ev);
+static void ngx_platform_redis_on_connect(const redisAsyncContext *ac,
+    int status);
+static void ngx_platform_redis_setup_reply(redisAsyncContext *ac,
+    void *data, void *privdata);
+static void ngx_platform_redis_set_ready(ngx_platform_redis_t *rd);
+static void ngx_platform_redis_gone(ngx_platform_redis_t *rd,
+    redisAsyncContext *ac);
+
+static ngx_int_t ngx_platform_redis_attach(redisAsyncContext *ac,
+    ngx_log_t *log);
+static void ngx_platform_redis_add_read(void *data);
+static void ngx_platform_redis_del_read(void *data);
+static void ngx_platform_redis_add_write(void *data);
+static void ngx_platform_redis_del_write(void *data);
+static void ngx_platform_redis_cleanup(void *data);
+static void ngx_platform_redis_read_handler(ngx_event_t *ev);
+static void ngx_platform_redis_write_handler(ngx_event_t *ev);
+
+static ngx_uint_t ngx_platform_redis_usable(ngx_platform_redis_t *rd);
+static ngx_int_t ngx_platform_redis_submit(ngx_http_request_t *r,
+    ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
+    const size_t *argvlen);
+static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
+    void *privdata);
+static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
+static void ngx_platform_redis_cmd_cleanup(void *data);
+static void ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd);
+static void ngx_platform_redis_script_sha1(
+    ngx_platform_redis_script_t *script);
+
+
+/* the worker's connection state; set in init_process */
+static ngx_platform_redis_t  *ngx_platform_redis;
+
+
+ngx_int_t
+ngx_platform_redis_init_process(ngx_cycle_t *cycle,
+    ngx_platform_main_conf_t *pmcf)
+{
+    ngx_platform_redis_t  *rd;
+
+    rd = ngx_pcalloc(cycle->pool, sizeof(ngx_platform_redis_t));
+    if (rd == NULL) {
+        return NGX_ERROR;
+    }
+
+    rd->pmcf = pmcf;
+    rd->log = cycle->log;
+    rd->backoff = NGX_PLATFORM_REDIS_BACKOFF_MIN;
+
+    if (ngx_platform_redis_parse_addr(cycle, rd) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* cancelable: these timers must not hold up a graceful shutdown */
+
+    rd->connect_timer.handler = ngx_platform_redis_connect_timeout;
+    rd->connect_timer.data = rd;
+    rd->connect_timer.log = cycle->log;
+    rd->connect_timer.cancelable = 1;
+
+    rd->reconnect_timer.handler = ngx_platform_redis_reconnect_handler;
+    rd->reconnect_timer.data = rd;
+    rd->reconnect_timer.log = cycle->log;
+    rd->reconnect_timer.cancelable = 1;
+
+    pmcf->redis = rd;
+    ngx_platform_redis = rd;
+
+    ngx_platform_redis_connect(rd);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
+    ngx_platform_main_conf_t *pmcf)
+{
+    redisAsyncContext     *ac;
+    ngx_platform_redis_t  *rd;
+
+    rd = pmcf->redis;
+    if (rd == NULL) {
+        return;
+    }
+
+    rd->exiting = 1;
+    rd->ready = 0;
+
+    if (rd->connect_timer.timer_set) {
+        ngx_del_timer(&rd->connect_timer);
+    }
+
+    if (rd->reconnect_timer.timer_set) {
+        ngx_del_timer(&rd->reconnect_timer);
+    }
+
+    ac = rd->ac;
+    rd->ac = NULL;
+
+    if (ac) {
+        /* pending commands are called back with NULL and only freed */
+        redisAsyncFree(ac);
+    }
+
+    ngx_platform_redis = NULL;
+    pmcf->redis = NULL;
+}
+
+
+ngx_uint_t
+ngx_platform_redis_connected(void)
+{
+    return ngx_platform_redis_usable(ngx_platform_redis);
+}
+
+
+static ngx_int_t
+ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
+{
+    size_t      len;
+    u_char     *p;
+    ngx_str_t  *addr, host;
+    ngx_url_t   u;
+
+    addr = &rd->pmcf->redis_addr;
+
+    if (addr->len > 5
+        && ngx_strncasecmp(addr->data, (u_char *) "unix:", 5) == 0)
+    {
+        rd->path = ngx_pnalloc(cycle->pool, addr->len - 5 + 1);
+        if (rd->path == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_cpystrn((u_char *) rd->path, addr->data + 5, addr->len - 5 + 1);
+
+        return NGX_OK;
+    }
+
+    /*
+     * Resolve once here so that reconnects hand hiredis a numeric address
+     * and its getaddrinfo() never blocks the worker.
+     */
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = *addr;
+    u.default_port = NGX_PLATFORM_REDIS_PORT;
+
+    if (ngx_parse_url(cycle->pool, &u) == NGX_OK && u.naddrs > 0) {
+        rd->port = ngx_inet_get_port(u.addrs[0].sockaddr);
+
+        rd->host = ngx_pnalloc(cycle->pool, NGX_SOCKADDR_STRLEN + 1);
+        if (rd->host == NULL) {
+            return NGX_ERROR;
+        }
+
+        len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
+                            (u_char *) rd->host, NGX_SOCKADDR_STRLEN, 0);
+        rd->host[len] = '\0';
+
+        return NGX_OK;
+    }
+
+    /* a syntax error, or the name does not resolve now */
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = *addr;
+    u.default_port = NGX_PLATFORM_REDIS_PORT;
+    u.no_resolve = 1;
+
+    if (ngx_parse_url(cycle->pool, &u) != NGX_OK || u.host.len == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "%s in platform_redis \"%V\"",
+                      u.err ? u.err : "no host", addr);
+        return NGX_ERROR;
+    }
+
+    host = u.host;
+
+    if (host.len > 2 && host.data[0] == '[') {
+        host.data++;
+        host.len -= 2;
+    }
+
+    /* hiredis then resolves the name itself on each attempt */
+
+    ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                  "platform_redis: could not resolve \"%V\" now", &host);
+
+    rd->port = u.no_port ? NGX_PLATFORM_REDIS_PORT : u.port;
+
+    rd->host = ngx_pnalloc(cycle->pool, host.len + 1);
+    if (rd->host == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(rd->host, host.data, host.len);
+    *p = '\0';
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_platform_redis_connect(ngx_platform_redis_t *rd)
+{
+    u_char                     db[NGX_INT_T_LEN];
+    size_t                     argvlen[2];
+    const char                *argv[2];
+    redisAsyncContext         *ac;
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = rd->pmcf;
+
+    if (rd->path) {
+        ac = redisAsyncConnectUnix(rd->path);
+
+    } else {
+        ac = redisAsyncConnect(rd->host, rd->port);
+    }
+
+    if (ac == NULL) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: could not allocate a connection");
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    if (ac->err) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: connect to \"%V\" failed: %s",
+                      &pmcf->redis_addr, ac->c.errstr);
+        redisAsyncFree(ac);
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    if (ngx_platform_redis_attach(ac, rd->log) != NGX_OK) {
+        redisAsyncFree(ac);
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    ac->data = rd;
+    rd->ac = ac;
+    rd->ready = 0;
+    rd->setup_pending = 0;
+
+    if (!rd->path) {
+        (void) redisEnableKeepAlive(&ac->c);
+    }
+
+    /* also registers the write event that reports the connect */
+    redisAsyncSetConnectCallback(ac, ngx_platform_redis_on_connect);
+
+    /* queued now, written once connected; replies come first, in order */
+
+    if (pmcf->redis_password.len) {
+        argv[0] = "AUTH";
+        argvlen[0] = 4;
+        argv[1] = (const char *) pmcf->redis_password.data;
+        argvlen[1] = pmcf->redis_password.len;
+
+        if (redisAsyncCommandArgv(ac, ngx_platform_redis_setup_reply,
+                                  "AUTH", 2, argv, argvlen)
+            == REDIS_OK)
+        {
+            rd->setup_pending++;
+        }
+    }
+
+    if (pmcf->redis_db > 0) {
+        argv[0] = "SELECT";
+        argvlen[0] = 6;
+        argv[1] = (const char *) db;
+        argvlen[1] = ngx_sprintf(db, "%i", pmcf->redis_db) - db;
+
+        if (redisAsyncCommandArgv(ac, ngx_platform_redis_setup_reply,
+                                  "SELECT", 2, argv, argvlen)
+            == REDIS_OK)
+        {
+            rd->setup_pending++;
+        }
+    }
+
+    /* a server that accepts but does not answer is not ready */
+
+    argv[0] = "PING";
+    argvlen[0] = 4;
+
+    if (redisAsyncCommandArgv(ac, ngx_platform_redis_setup_reply,
+                              "PING", 1, argv, argvlen)
+        == REDIS_OK)
+    {
+        rd->setup_pending++;
+    }
+
+    ngx_add_timer(&rd->connect_timer, pmcf->redis_connect_timeout);
+}
+
+
+static void
+ngx_platform_redis_schedule(ngx_platform_redis_t *rd)
+{
+    ngx_msec_t  delay;
+
+    if (rd->exiting || rd->reconnect_timer.timer_set) {
+        return;
+    }
+
+    /* 75% to 100% of the backoff, so that workers spread out */
+
+    delay = rd->backoff
+            - (ngx_msec_t) ngx_random() % (rd->backoff / 4 + 1);
+
+    rd->backoff = ngx_min(rd->backoff * 2, NGX_PLATFORM_REDIS_BACKOFF_MAX);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_EVENT, rd->log, 0,
+                   "redis: reconnect in %M ms", delay);
+
+    ngx_add_timer(&rd->reconnect_timer, delay);
+}
+
+
+static void
+ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
+{
+    ngx_platform_redis_t  *rd;
+
+    rd = ev->data;
+
+    if (rd->exiting || ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    if (rd->ac == NULL) {
+        ngx_platform_redis_connect(rd);
+    }
+}
+
+
+static void
+ngx_platform_redis_connect_timeout(ngx_event_t *ev)
+{
+    ngx_platform_redis_t  *rd;
+
+    rd = ev->data;
+
+    if (rd->ac == NULL || rd->ready) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                  "redis: connect to \"%V\" timed out",
+                  &rd->pmcf->redis_addr);
+
+    /* not inside a hiredis callback: frees now, cleanup reschedules */
+    redisAsyncFree(rd->ac);
+}
+
+
+static void
+ngx_platform_redis_on_connect(const redisAsyncContext *ac, int status)
+{
+    ngx_platform_redis_t  *rd;
+
+    rd = ac->data;
+
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this returns */
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: connect to \"%V\" failed: %s",
+                      &rd->pmcf->redis_addr, ac->c.errstr);
+        return;
+    }
+
+    if (rd->ac == ac && rd->setup_pending == 0) {
+        ngx_platform_redis_set_ready(rd);
+    }
+}
+
+
+static void
+ngx_platform_redis_setup_reply(redisAsyncContext *ac, void *data,
+    void *privdata)
+{
+    redisReply  *reply = data;
+
+    ngx_platform_redis_t  *rd;
+
+    rd = ac->data;
+
+    if (reply == NULL || rd->ac != ac) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* the error text is the server's: it never holds the password */
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0, "redis: %s failed: %*s",
+                      (char *) privdata, reply->len, reply->str);
+
+        /* inside a reply callback: hiredis frees once this returns */
+        redisAsyncFree(ac);
+        return;
+    }
+
+    if (rd->setup_pending > 0 && --rd->setup_pending == 0) {
+        ngx_platform_redis_set_ready(rd);
+    }
+}
+
+
+static void
+ngx_platform_redis_set_ready(ngx_platform_redis_t *rd)
+{
+    if (rd->connect_timer.timer_set) {
+        ngx_del_timer(&rd->connect_timer);
+    }
+
+    rd->ready = 1;
+    rd->backoff = NGX_PLATFORM_REDIS_BACKOFF_MIN;
+    rd->last_reply = ngx_current_msec;
+
+    ngx_log_error(NGX_LOG_INFO, rd->log, 0,
+                  "redis: connected to \"%V\"", &rd->pmcf->redis_addr);
+}
+
+
+/* the context is being freed, for whatever reason: start over */
+
+static void
+ngx_platform_redis_gone(ngx_platform_redis_t *rd, redisAsyncContext *ac)
+{
+    if (rd == NULL || rd->ac != ac) {
+        return;
+    }
+
+    if (rd->ready) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: connection to \"%V\" lost: %s",
+                      &rd->pmcf->redis_addr,
+                      ac->c.err ? ac->c.errstr : "closed");
+    }
+
+    rd->ac = NULL;
+    rd->ready = 0;
+    rd->setup_pending = 0;
+
+    if (rd->connect_timer.timer_set) {
+        ngx_del_timer(&rd->connect_timer);
+    }
+
+    ngx_platform_redis_schedule(rd);
+}
+
+
+/* event adapter: hiredis's hooks on an nginx connection */
+
+static ngx_int_t
+ngx_platform_redis_attach(redisAsyncContext *ac, ngx_log_t *log)
+{
+    ngx_connection_t  *c;
+
+    c = ngx_get_connection(ac->c.fd, log);
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* hiredis owns the fd: ngx_close_connection() must not close it */
+    c->shared = 1;
+    c->data = ac;
+
+    c->read->log = log;
+    c->write->log = log;
+    c->read->handler = ngx_platform_redis_read_handler;
+    c->write->handler = ngx_platform_redis_write_handler;
+
+    ac->ev.data = c;
+    ac->ev.addRead = ngx_platform_redis_add_read;
+    ac->ev.delRead = ngx_platform_redis_del_read;
+    ac->ev.addWrite = ngx_platform_redis_add_write;
+    ac->ev.delWrite = ngx_platform_redis_del_write;
+    ac->ev.cleanup = ngx_platform_redis_cleanup;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Level-triggered registration (NGX_LEVEL_EVENT, no EPOLLET): hiredis
+ * reads at most 16 KiB per call, so an edge-triggered read event would
+ * strand the rest of a large reply in the socket.
+ */
+
+static void
+ngx_platform_redis_add_read(void *data)
+{
+    ngx_connection_t  *c = data;
+
+    if (c == NULL || c->read->active) {
+        return;
+    }
+
+    if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                      "redis: could not add the read event");
+    }
+}
+
+
+static void
+ngx_platform_redis_del_read(void *data)
+{
+    ngx_connection_t  *c = data;
+
+    if (c == NULL || !c->read->active) {
+        return;
+    }
+
+    if (ngx_del_event(c->read, NGX_READ_EVENT, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                      "redis: could not delete the read event");
+    }
+}
+
+
+static void
+ngx_platform_redis_add_write(void *data)
+{
+    ngx_connection_t  *c = data;
+
+    if (c == NULL || c->write->active) {
+        return;
+    }
+
+    if (ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                      "redis: could not add the write event");
+    }
+}
+
+
+static void
+ngx_platform_redis_del_write(void *data)
+{
+    ngx_connection_t  *c = data;
+
+    if (c == NULL || !c->write->active) {
+        return;
+    }
+
+    if (ngx_del_event(c->write, NGX_WRITE_EVENT, 0) != NGX_OK) {
+        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
+                      "redis: could not delete the write event");
+    }
+}
+
+
+/*
+ * Called from __redisAsyncFree() on every teardown path, before hiredis
+ * closes the fd (redisFree). The fd is still open here, so it is really
+ * removed from the event module (flags 0, not NGX_CLOSE_EVENT: nothing
+ * stale may stay registered whoever closes it); ngx_close_connection()
+ * with c->shared then drops timers and posted events and releases the
+ * connection without closing the fd.
+ */
+
+static void
+ngx_platform_redis_cleanup(void *data)
+{
+    ngx_connection_t  *c = data;
+
+    redisAsyncContext  *ac;
+
+    if (c == NULL) {
+        return;
+    }
+
+    ac = c->data;
+
+    /* some hiredis versions call cleanup twice */
+    ac->ev.data = NULL;
+
+    if (ngx_del_conn) {
+        if (c->read->active || c->write->active) {
+            (void) ngx_del_conn(c, 0);
+        }
+
+    } else {
+        if (c->read->active) {
+            (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
+        }
+
+        if (c->write->active) {
+            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
+        }
+    }
+
+    /* whatever ngx_del_conn() did, nothing may fire on a freed c */
+    c->read->active = 0;
+    c->write->active = 0;
+
+    ngx_close_connection(c);
+
+    ngx_platform_redis_gone(ac->data, ac);
+}
+
+
+static void
+ngx_platform_redis_read_handler(ngx_event_t *ev)
+{
+    ngx_connection_t  *c;
+
+    c = ev->data;
+
+    /* may free the context and c */
+    redisAsyncHandleRead(c->data);
+}
+
+
+static void
+ngx_platform_redis_write_handler(ngx_event_t *ev)
+{
+    ngx_connection_t  *c;
+
+    c = ev->data;
+
+    redisAsyncHandleWrite(c->data);
+}
+
+
+/* commands */
+
+ngx_int_t
+ngx_platform_redis_command(ngx_http_request_t *r,
+    ngx_platform_redis_handler_pt handler, int argc, const char **argv,
+    const size_t *argvlen)
+{
+    ngx_platform_redis_cmd_t  *cmd;
+
+    if (!ngx_platform_redis_usable(ngx_platform_redis)) {
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
+
+    cmd = ngx_calloc(sizeof(ngx_platform_redis_cmd_t), r->connection->log);
+    if (cmd == NULL) {
+        return NGX_ERROR;
+    }
+
+    cmd->handler = handler;
+
+    /* hiredis copies the arguments into its buffer at once */
+    return ngx_platform_redis_submit(r, cmd, argc, argv, argvlen);
+}
+
+
+ngx_int_t
+ngx_platform_redis_eval(ngx_http_request_t *r,
+    ngx_platform_redis_script_t *script, int nkeys, int argc,
+    const char **argv, const size_t *argvlen,
+    ngx_platform_redis_handler_pt handler)
+{
+    int                        i, n;
+    size_t                     size;
+    u_char                    *p;
+    ngx_platform_redis_cmd_t  *cmd;
+
+    if (!ngx_platform_redis_usable(ngx_platform_redis)) {
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
+
+    if (script->sha1[0] == '\0') {
+        ngx_platform_redis_script_sha1(script);
+    }
+
+    /* EVALSHA sha1 nkeys keys... args... */
+    n = argc + 3;
+
+    size = sizeof(ngx_platform_redis_cmd_t)
+           + n * (sizeof(char *) + sizeof(size_t));
+
+    for (i = 0; i < argc; i++) {
+        size += argvlen[i];
+    }
+
+    /* kept past the request: the NOSCRIPT retry may come after it */
+    cmd = ngx_calloc(size, r->connection->log);
+    if (cmd == NULL) {
+        return NGX_ERROR;
+    }
+
+    cmd->handler = handler;
+    cmd->script = script;
+    cmd->argc = n;
+    cmd->argv = (const char **) (cmd + 1);
+    cmd->argvlen = (size_t *) (cmd->argv + n);
+
+    cmd->argv[0] = "EVALSHA";
+    cmd->argvlen[0] = 7;
+    cmd->argv[1] = script->sha1;
+    cmd->argvlen[1] = 40;
+    cmd->argv[2] = (const char *) cmd->nkeys;
+    cmd->argvlen[2] = ngx_sprintf(cmd->nkeys, "%d", nkeys) - cmd->nkeys;
+
+    p = (u_char *) (cmd->argvlen + n);
+
+    for (i = 0; i < argc; i++) {
+        cmd->argv[i + 3] = (const char *) p;
+        cmd->argvlen[i + 3] = argvlen[i];
+        p = ngx_cpymem(p, argv[i], argvlen[i]);
+    }
+
+    return ngx_platform_redis_submit(r, cmd, cmd->argc, cmd->argv,
+                                     cmd->argvlen);
+}
+
+
+static ngx_uint_t
+ngx_platform_redis_usable(ngx_platform_redis_t *rd)
+{
+    return rd != NULL
+           && rd->ac != NULL
+           && rd->ready
+           && !rd->exiting
+           && !(rd->ac->c.flags & (REDIS_DISCONNECTING|REDIS_FREEING));
+}
+
+
+/* sends cmd, or frees it; owns cmd from here on */
+
+static ngx_int_t
+ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
+    int argc, const char **argv, const size_t *argvlen)
+{
+    ngx_pool_cleanup_t    *cln;
+    ngx_platform_ctx_t    *ctx;
+    ngx_platform_redis_t  *rd;
+
+    rd = ngx_platform_redis;
+
+    /* before the send: a failure after it could not take cmd back */
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        ngx_free(cmd);
+        return NGX_ERROR;
+    }
+
+    if (redisAsyncCommandArgv(rd->ac, ngx_platform_redis_reply, cmd, argc,
+                              argv, argvlen)
+        != REDIS_OK)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "redis: could not queue a command");
+        ngx_free(cmd);
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
+
+    /* from here hiredis calls ngx_platform_redis_reply() exactly once */
+
+    ctx = ngx_platform_get_ctx(r);
+
+    cmd->request = r;
+    cmd->ctx = ctx;
+    cmd->cleanup = cln;
+    cmd->ac = rd->ac;
+    cmd->sent = ngx_current_msec;
+
+    cln->handler = ngx_platform_redis_cmd_cleanup;
+    cln->data = cmd;
+
+    if (ctx) {
+        ctx->redis_cmd = cmd;
+    }
+
+    /*
+     * Not cancelable: like an upstream read timeout, it keeps a worker
+     * that shuts down gracefully alive until the request is answered.
+     */
+    cmd->timer.handler = ngx_platform_redis_cmd_timeout;
+    cmd->timer.data = cmd;
+    cmd->timer.log = ngx_cycle->log;
+
+    ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
+
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
+{
+    redisReply                *reply = data;
+    ngx_platform_redis_cmd_t  *cmd = privdata;
+
+    size_t                          len;
+    ngx_int_t                       rc;
+    ngx_http_request_t             *r;
+    ngx_platform_redis_t           *rd;
+    ngx_platform_redis_handler_pt   handler;
+
+    rd = ac->data;
+
+    /*
+     * A NULL reply: the context is being torn down; hiredis has set
+     * REDIS_DISCONNECTING or REDIS_FREEING, so new commands are refused.
+     */
+    if (reply != NULL) {
+        rd->last_reply = ngx_current_msec;
+    }
+
+    r = cmd->request;
+
+    if (r != NULL
+        && reply != NULL
+        && cmd->script != NULL
+        && !cmd->retried
+        && !rd->exiting
+        && reply->type == REDIS_REPLY_ERROR
+        && reply->len >= 8
+        && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
+    {
+        /* not cached on this server (yet, or any more): send the source */
+
+        cmd->retried = 1;
+
+        len = ngx_strlen(cmd->script->source);
+
+        cmd->argv[0] = "EVAL";
+        cmd->argvlen[0] = 4;
+        cmd->argv[1] = cmd->script->source;
+        cmd->argvlen[1] = len;
+
+        if (redisAsyncCommandArgv(ac, ngx_platform_redis_reply, cmd,
+                                  cmd->argc, cmd->argv, cmd->argvlen)
+            == REDIS_OK)
+        {
+            return;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "redis: could not queue EVAL");
+
+        reply = NULL;
+    }
+
+    handler = cmd->handler;
+
+    ngx_platform_redis_detach(cmd);
+    ngx_free(cmd);
+
+    if (r == NULL || rd->exiting) {
+        /* timed out, aborted or exiting: the reply is dropped */
+        return;
+    }
+
+    rc = (reply != NULL) ? NGX_OK : NGX_PLATFORM_UNAVAILABLE;
+
+    handler(r, reply, rc);
+}
+
+
+static void
+ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
+{
+    ngx_uint_t                      stuck;
+    redisAsyncContext              *ac;
+    ngx_http_request_t             *r;
+    ngx_platform_redis_t           *rd;
+    ngx_platform_redis_cmd_t       *cmd;
+    ngx_platform_redis_handler_pt   handler;
+
+    cmd = ev->data;
+    r = cmd->request;
+    handler = cmd->handler;
+    rd = ngx_platform_redis;
+
+    if (r == NULL) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "redis: command timed out");
+
+    /*
+     * Nothing at all came back on this connection since the command was
+     * sent: take it as dead (a half-open TCP connection would otherwise
+     * stay "connected" for good) and reconnect.
+     */
+    ac = cmd->ac;
+    stuck = rd != NULL
+            && rd->ac == ac
+            && (ngx_msec_int_t) (rd->last_reply - cmd->sent) < 0;
+
+    /* cmd stays with hiredis until its reply or the teardown */
+    ngx_platform_redis_detach(cmd);
+
+    if (stuck) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: no reply from \"%V\", reconnecting",
+                      &rd->pmcf->redis_addr);
+
+        /* logged above; not inside a hiredis callback: frees now */
+        rd->ready = 0;
+        redisAsyncFree(ac);
+    }
+
+    handler(r, NULL, NGX_PLATFORM_TIMEOUT);
+}
+
+
+/* the request goes away (client abort): a later reply is dropped */
+
+static void
+ngx_platform_redis_cmd_cleanup(void *data)
+{
+    ngx_platform_redis_cmd_t  *cmd = data;
+
+    if (cmd->timer.timer_set) {
+        ngx_del_timer(&cmd->timer);
+    }
+
+    cmd->request = NULL;
+    cmd->ctx = NULL;
+}
+
+
+static void
+ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
+{
+    if (cmd->timer.timer_set) {
+        ngx_del_timer(&cmd->timer);
+    }
+
+    if (cmd->request == NULL) {
+        return;
+    }
+
+    cmd->cleanup->handler = NULL;
+
+    if (cmd->ctx && cmd->ctx->redis_cmd == cmd) {
+        cmd->ctx->redis_cmd = NULL;
+    }
+
+    cmd->request = NULL;
+    cmd->ctx = NULL;
+}
+
+
+static void
+ngx_platform_redis_script_sha1(ngx_platform_redis_script_t *script)
+{
+    u_char      digest[20];
+    ngx_sha1_t  sha1;
+
+    ngx_sha1_init(&sha1);
+    ngx_sha1_update(&sha1, script->source, ngx_strlen(script->source));
+    ngx_sha1_final(digest, &sha1);
+
+    ngx_hex_dump((u_char *) script->sha1, digest, 20);
+    script->sha1[40] = '\0';
+}

@@ -1,0 +1,527 @@
+
+/*
+ * ngx_platform: operations endpoints and metrics.
+ *
+ * platform_health answers whether PostgreSQL and Redis answer right now
+ * (a real SELECT 1 through the pool and a PING, both at once);
+ * platform_metrics answers the counters in Prometheus text format.
+ *
+ * Counters live in a shared memory zone so that every worker reports the
+ * same totals, and they survive a reload; gauges of the pools are kept per
+ * worker slot.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_pg.h"
+#include "ngx_platform_redis.h"
+
+
+#define NGX_PLATFORM_FAMILIES_MAX   16
+#define NGX_PLATFORM_WORKERS_MAX    64
+#define NGX_PLATFORM_SHM_SIZE       (128 * 1024)
+
+
+typedef struct {
+    ngx_atomic_t                 requests[NGX_PLATFORM_FAMILIES_MAX]
+                                         [NGX_PLATFORM_STATUSES];
+    ngx_atomic_t                 counters[NGX_PLATFORM_M_MAX];
+
+    struct {
+        ngx_atomic_t             pid;
+        ngx_atomic_t             pg_idle;
+        ngx_atomic_t             pg_busy;
+        ngx_atomic_t             pg_waiting;
+        ngx_atomic_t             redis_connected;
+    }                            workers[NGX_PLATFORM_WORKERS_MAX];
+} ngx_platform_shm_t;
+
+
+typedef struct {
+    ngx_uint_t                   pending;
+    ngx_uint_t                   pg_up;
+    ngx_uint_t                   redis_up;
+} ngx_platform_health_t;
+
+
+static ngx_int_t ngx_platform_health(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static void ngx_platform_health_pg_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+static void ngx_platform_health_redis_done(ngx_http_request_t *r,
+    redisReply *reply, ngx_int_t rc);
+static void ngx_platform_health_step(ngx_http_request_t *r);
+static ngx_int_t ngx_platform_health_send(ngx_http_request_t *r,
+    ngx_platform_health_t *h);
+static ngx_int_t ngx_platform_metrics(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_metrics_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static void ngx_platform_metrics_gauges(void);
+
+
+static ngx_platform_route_t  ngx_platform_health_routes[] = {
+    { NGX_HTTP_GET, "*", ngx_platform_health },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_route_t  ngx_platform_metrics_routes[] = {
+    { NGX_HTTP_GET, "*", ngx_platform_metrics },
+    { 0, NULL, NULL }
+};
+
+
+ngx_platform_family_t  ngx_platform_health_family = {
+    ngx_string("health"),
+    NGX_PLATFORM_ENVELOPE_B,
+    ngx_platform_health_routes
+};
+
+
+ngx_platform_family_t  ngx_platform_metrics_family = {
+    ngx_string("metrics"),
+    NGX_PLATFORM_ENVELOPE_B,
+    ngx_platform_metrics_routes
+};
+
+
+/* families in the order of their metrics */
+
+static ngx_platform_family_t  *ngx_platform_families[] = {
+    &ngx_platform_otp_family,
+    &ngx_platform_products_family,
+    &ngx_platform_tms_family,
+    &ngx_platform_health_family,
+    &ngx_platform_metrics_family,
+    NULL
+};
+
+
+static ngx_uint_t  ngx_platform_statuses[NGX_PLATFORM_STATUSES] = {
+    200, 201, 204, 304, 400, 401, 403, 404, 405, 409, 413, 415, 429, 499,
+    500, 502, 503, 504, 0
+};
+
+
+static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
+    { "platform_pg_statements_total",
+      "Statements sent to PostgreSQL, prepares included." },
+    { "platform_pg_errors_total", "Statements that PostgreSQL failed." },
+    { "platform_pg_timeouts_total",
+      "Statements or waits that ran out of time." },
+    { "platform_pg_rejected_total",
+      "Requests refused because the pool and its queue were full or "
+      "PostgreSQL was down." },
+    { "platform_pg_connects_total", "PostgreSQL connections opened." },
+    { "platform_pg_connect_failures_total",
+      "PostgreSQL connection attempts that failed." },
+    { "platform_redis_commands_total", "Commands sent to Redis." },
+    { "platform_redis_errors_total",
+      "Redis commands that failed or found Redis unavailable." },
+    { "platform_redis_timeouts_total", "Redis commands that timed out." },
+    { "platform_redis_connects_total", "Redis connections established." }
+};
+
+
+static ngx_platform_shm_t  *ngx_platform_shm;
+
+
+static ngx_platform_pg_stmt_t  ngx_platform_health_stmt = {
+    "platform_health", "SELECT 1", 0
+};
+
+
+static ngx_int_t
+ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t               rc;
+    ngx_platform_health_t  *h;
+
+    static const char      *ping[] = { "PING" };
+    static const size_t     ping_len[] = { 4 };
+
+    h = ngx_pcalloc(r->pool, sizeof(ngx_platform_health_t));
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->data = h;
+
+    /* each backend operation holds its own count of the request */
+
+    rc = ngx_platform_pg_query(r, &ngx_platform_health_stmt, NULL,
+                               ngx_platform_health_pg_done);
+    if (rc == NGX_DONE) {
+        h->pending++;
+    }
+
+    rc = ngx_platform_redis_command(r, ngx_platform_health_redis_done, 1,
+                                    ping, ping_len);
+    if (rc == NGX_DONE) {
+        h->pending++;
+    }
+
+    if (h->pending == 0) {
+        return ngx_platform_health_send(r, h);
+    }
+
+    /* the last operation to answer sends the response */
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_platform_health_pg_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc)
+{
+    ngx_platform_ctx_t     *ctx;
+    ngx_platform_health_t  *h;
+
+    ctx = ngx_platform_get_ctx(r);
+    h = ctx->data;
+
+    h->pg_up = (rc == NGX_OK);
+
+    ngx_platform_health_step(r);
+}
+
+
+static void
+ngx_platform_health_redis_done(ngx_http_request_t *r, redisReply *reply,
+    ngx_int_t rc)
+{
+    ngx_platform_ctx_t     *ctx;
+    ngx_platform_health_t  *h;
+
+    ctx = ngx_platform_get_ctx(r);
+    h = ctx->data;
+
+    h->redis_up = (rc == NGX_OK && reply
+                   && reply->type != REDIS_REPLY_ERROR);
+
+    ngx_platform_health_step(r);
+}
+
+
+static void
+ngx_platform_health_step(ngx_http_request_t *r)
+{
+    ngx_platform_ctx_t     *ctx;
+    ngx_platform_health_t  *h;
+
+    ctx = ngx_platform_get_ctx(r);
+    h = ctx->data;
+
+    if (--h->pending > 0) {
+        /* drop this operation's count of the request */
+        ngx_http_finalize_request(r, NGX_DONE);
+        return;
+    }
+
+    ngx_platform_finalize(r, ngx_platform_health_send(r, h));
+}
+
+
+static ngx_int_t
+ngx_platform_health_send(ngx_http_request_t *r, ngx_platform_health_t *h)
+{
+    json_t      *body;
+    ngx_uint_t   up;
+
+    up = h->pg_up && h->redis_up;
+
+    body = json_pack("{s:s, s:{s:s}, s:{s:s}}",
+                     "status", up ? "up" : "down",
+                     "postgres", "status", h->pg_up ? "up" : "down",
+                     "redis", "status", h->redis_up ? "up" : "down");
+
+    return ngx_platform_send_json(r, up ? NGX_HTTP_OK
+                                        : NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  body);
+}
+
+
+static ngx_int_t
+ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char                  *p, *start;
+    size_t                   size;
+    ngx_int_t                rc;
+    ngx_buf_t               *b;
+    ngx_uint_t               f, s, m, w, n;
+    ngx_chain_t              out;
+    ngx_platform_shm_t      *shm;
+
+    shm = ngx_platform_shm;
+    if (shm == NULL) {
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
+    }
+
+    ngx_platform_metrics_gauges();
+
+    size = 4096
+           + NGX_PLATFORM_FAMILIES_MAX * NGX_PLATFORM_STATUSES * 96
+           + NGX_PLATFORM_M_MAX * 256
+           + NGX_PLATFORM_WORKERS_MAX * 4 * 96;
+
+    start = ngx_pnalloc(r->pool, size);
+    if (start == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(start,
+                    "# HELP platform_requests_total Requests answered by "
+                    "the module, by family and status.\n"
+                    "# TYPE platform_requests_total counter\n");
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        for (s = 0; s < NGX_PLATFORM_STATUSES; s++) {
+            n = shm->requests[f][s];
+            if (n == 0) {
+                continue;
+            }
+
+            if (ngx_platform_statuses[s]) {
+                p = ngx_sprintf(p, "platform_requests_total{family=\"%V\","
+                                   "status=\"%ui\"} %ui\n",
+                                &ngx_platform_families[f]->name,
+                                ngx_platform_statuses[s], n);
+
+            } else {
+                p = ngx_sprintf(p, "platform_requests_total{family=\"%V\","
+                                   "status=\"other\"} %ui\n",
+                                &ngx_platform_families[f]->name, n);
+            }
+        }
+    }
+
+    for (m = 0; m < NGX_PLATFORM_M_MAX; m++) {
+        p = ngx_sprintf(p, "# HELP %s %s\n# TYPE %s counter\n%s %uA\n",
+                        ngx_platform_counter_names[m][0],
+                        ngx_platform_counter_names[m][1],
+                        ngx_platform_counter_names[m][0],
+                        ngx_platform_counter_names[m][0],
+                        shm->counters[m]);
+    }
+
+    p = ngx_sprintf(p,
+                    "# HELP platform_pg_connections PostgreSQL connections "
+                    "of each worker, by state.\n"
+                    "# TYPE platform_pg_connections gauge\n");
+
+    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+        if (shm->workers[w].pid == 0) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "platform_pg_connections{worker=\"%ui\","
+                           "state=\"idle\"} %uA\n"
+                           "platform_pg_connections{worker=\"%ui\","
+                           "state=\"busy\"} %uA\n",
+                        w, shm->workers[w].pg_idle,
+                        w, shm->workers[w].pg_busy);
+    }
+
+    p = ngx_sprintf(p,
+                    "# HELP platform_pg_waiting Requests waiting for a "
+                    "PostgreSQL connection, per worker.\n"
+                    "# TYPE platform_pg_waiting gauge\n");
+
+    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+        if (shm->workers[w].pid) {
+            p = ngx_sprintf(p, "platform_pg_waiting{worker=\"%ui\"} %uA\n",
+                            w, shm->workers[w].pg_waiting);
+        }
+    }
+
+    p = ngx_sprintf(p,
+                    "# HELP platform_redis_connected Whether the worker's "
+                    "Redis connection is up.\n"
+                    "# TYPE platform_redis_connected gauge\n");
+
+    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+        if (shm->workers[w].pid) {
+            p = ngx_sprintf(p, "platform_redis_connected{worker=\"%ui\"} "
+                               "%uA\n",
+                            w, shm->workers[w].redis_connected);
+        }
+    }
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = p - start;
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+    r->headers_out.content_type_len = sizeof("text/plain") - 1;
+
+    if (ngx_platform_add_header(r, "X-Request-Id", &ctx->request_id)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = start;
+    b->last = p;
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* the gauges of this worker, refreshed when metrics are asked for */
+
+static void
+ngx_platform_metrics_gauges(void)
+{
+    ngx_platform_pg_stats_t  stats;
+
+    if (ngx_platform_shm == NULL || ngx_worker >= NGX_PLATFORM_WORKERS_MAX) {
+        return;
+    }
+
+    ngx_platform_pg_stats(&stats);
+
+    ngx_platform_shm->workers[ngx_worker].pid = ngx_pid;
+    ngx_platform_shm->workers[ngx_worker].pg_idle = stats.idle;
+    ngx_platform_shm->workers[ngx_worker].pg_busy = stats.busy;
+    ngx_platform_shm->workers[ngx_worker].pg_waiting = stats.waiting;
+    ngx_platform_shm->workers[ngx_worker].redis_connected =
+                                               ngx_platform_redis_connected();
+}
+
+
+void
+ngx_platform_metric_inc(ngx_uint_t metric)
+{
+    if (ngx_platform_shm && metric < NGX_PLATFORM_M_MAX) {
+        (void) ngx_atomic_fetch_add(&ngx_platform_shm->counters[metric], 1);
+    }
+}
+
+
+/* log phase: count every request a platform location answered */
+
+ngx_int_t
+ngx_platform_metrics_log_handler(ngx_http_request_t *r)
+{
+    ngx_uint_t           f, s, status;
+    ngx_platform_ctx_t  *ctx;
+
+    if (ngx_platform_shm == NULL) {
+        return NGX_OK;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_platform_module);
+    if (ctx == NULL || ctx->family == NULL) {
+        return NGX_OK;
+    }
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        if (ngx_platform_families[f] == ctx->family) {
+            break;
+        }
+    }
+
+    if (ngx_platform_families[f] == NULL || f >= NGX_PLATFORM_FAMILIES_MAX) {
+        return NGX_OK;
+    }
+
+    status = r->headers_out.status;
+
+    if (r->connection->error && !r->header_sent) {
+        status = NGX_HTTP_CLIENT_CLOSED_REQUEST;
+    }
+
+    for (s = 0; s < NGX_PLATFORM_STATUSES - 1; s++) {
+        if (ngx_platform_statuses[s] == status) {
+            break;
+        }
+    }
+
+    (void) ngx_atomic_fetch_add(&ngx_platform_shm->requests[f][s], 1);
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_platform_metrics_add_zone(ngx_conf_t *cf)
+{
+    ngx_str_t        name;
+    ngx_shm_zone_t  *shm_zone;
+
+    ngx_str_set(&name, "platform_metrics");
+
+    shm_zone = ngx_shared_memory_add(cf, &name, NGX_PLATFORM_SHM_SIZE,
+                                     &ngx_platform_module);
+    if (shm_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    shm_zone->init = ngx_platform_metrics_init_zone;
+    shm_zone->noreuse = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t     *shpool;
+    ngx_platform_shm_t  *shm;
+
+    if (data) {
+        /* reload: keep the counters of the previous cycle */
+        shm_zone->data = data;
+        ngx_platform_shm = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        ngx_platform_shm = shpool->data;
+        return NGX_OK;
+    }
+
+    shm = ngx_slab_calloc(shpool, sizeof(ngx_platform_shm_t));
+    if (shm == NULL) {
+        return NGX_ERROR;
+    }
+
+    shpool->data = shm;
+    shm_zone->data = shm;
+    ngx_platform_shm = shm;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_platform_metrics_init_process(void)
+{
+    ngx_platform_metrics_gauges();
+}
