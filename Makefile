@@ -4,7 +4,9 @@
 #   make NGINX_SRC=DIR    module against an upstream nginx source tree
 #   make asan             module built with AddressSanitizer
 #   make run              dev servers: PostgreSQL, Redis, nginx (scripts/dev)
-#   make test             the whole test suite (scripts/test)
+#   make test             the whole test suite, with the plain and then the
+#                         AddressSanitizer build (scripts/test)
+#   make test-plain       the suite with the plain build only
 #   make bench            benchmark (scripts/bench)
 
 NGINX_SRC  ?= /usr/share/nginx/src
@@ -22,7 +24,7 @@ CONF_FLAGS  = $(shell if [ -f $(NGINX_SRC)/conf_flags ]; then \
 
 ASAN_FLAGS  = -fsanitize=address -fno-omit-frame-pointer -DNGX_DEBUG_PALLOC=1
 
-.PHONY: all module asan run stop test bench clean
+.PHONY: all module asan run stop test test-plain bench clean
 
 all: module
 
@@ -50,6 +52,10 @@ stop:
 	scripts/dev stop
 
 test:
+	scripts/test
+	PLATFORM_ASAN=1 scripts/test
+
+test-plain:
 	scripts/test
 
 bench:

@@ -838,6 +838,7 @@ ngx_platform_pg_read_handler(ngx_event_t *ev)
 {
     ngx_connection_t        *c;
     ngx_platform_pg_conn_t  *pc;
+    ngx_platform_pg_pool_t  *pool;
 
     c = ev->data;
     pc = c->data;
@@ -855,8 +856,9 @@ ngx_platform_pg_read_handler(ngx_event_t *ev)
         {
             ngx_log_error(NGX_LOG_INFO, pc->pool->log, 0,
                           "platform: idle PostgreSQL connection closed");
+            pool = pc->pool;
             ngx_platform_pg_close(pc);
-            ngx_platform_pg_serve_waiting(pc->pool);
+            ngx_platform_pg_serve_waiting(pool);
         }
         return;
 

@@ -490,6 +490,8 @@ ngx_platform_redis_set_ready(ngx_platform_redis_t *rd)
 
     rd->ready = 1;
     rd->backoff = NGX_PLATFORM_REDIS_BACKOFF_MIN;
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_CONNECTS);
     rd->last_reply = ngx_current_msec;
 
     ngx_log_error(NGX_LOG_INFO, rd->log, 0,
@@ -711,6 +713,7 @@ ngx_platform_redis_command(ngx_http_request_t *r,
     ngx_platform_redis_cmd_t  *cmd;
 
     if (!ngx_platform_redis_usable(ngx_platform_redis)) {
+        ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
@@ -738,6 +741,7 @@ ngx_platform_redis_eval(ngx_http_request_t *r,
     ngx_platform_redis_cmd_t  *cmd;
 
     if (!ngx_platform_redis_usable(ngx_platform_redis)) {
+        ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
@@ -854,6 +858,8 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
 
     ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
 
+    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
+
     r->main->count++;
 
     return NGX_DONE;
@@ -929,6 +935,10 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
 
     rc = (reply != NULL) ? NGX_OK : NGX_PLATFORM_UNAVAILABLE;
 
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
+    }
+
     handler(r, reply, rc);
 }
 
@@ -954,6 +964,8 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
 
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                   "redis: command timed out");
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_TIMEOUTS);
 
     /*
      * Nothing at all came back on this connection since the command was
