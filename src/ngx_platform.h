@@ -242,6 +242,10 @@ ngx_int_t ngx_platform_send_backend_error(ngx_http_request_t *r,
 ngx_int_t ngx_platform_send_raw(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 
+/* a body of another type ("text/plain; charset=utf-8"), sent as it is */
+ngx_int_t ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, u_char *body, size_t len);
+
 /* a header-only response (204, 304, 200 with no body) */
 ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 

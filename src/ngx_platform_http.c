@@ -768,44 +768,39 @@ ngx_platform_require_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value)
 {
     u_char           *p;
+    char             *problem;
     size_t            i;
     ngx_table_elt_t  *h;
 
     h = ngx_platform_header(r, name);
 
     if (h == NULL || h->value.len == 0) {
-        p = ngx_pnalloc(r->pool, ngx_strlen(name) + sizeof(" header is required."));
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        problem = "required";
+
+    } else {
+        for (i = 0; i < h->value.len; i++) {
+            if (h->value.data[i] < 0x21 || h->value.data[i] > 0x7e) {
+                break;
+            }
         }
 
-        ngx_sprintf(p, "%s header is required.%Z", name);
-
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, (char *) p,
-                                 (char *) p);
-    }
-
-    for (i = 0; i < h->value.len; i++) {
-        if (h->value.data[i] < 0x21 || h->value.data[i] > 0x7e) {
-            break;
-        }
-    }
-
-    if (h->value.len > 128 || i != h->value.len) {
-        p = ngx_pnalloc(r->pool, ngx_strlen(name) + sizeof(" header is invalid."));
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (h->value.len <= 128 && i == h->value.len) {
+            *value = h->value;
+            return NGX_OK;
         }
 
-        ngx_sprintf(p, "%s header is invalid.%Z", name);
-
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, (char *) p,
-                                 (char *) p);
+        problem = "invalid";
     }
 
-    *value = h->value;
+    p = ngx_pnalloc(r->pool, ngx_strlen(name)
+                             + sizeof(" header is required."));
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
-    return NGX_OK;
+    ngx_sprintf(p, "%s header is %s.%Z", name, problem);
+
+    return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, (char *) p, (char *) p);
 }
 
 

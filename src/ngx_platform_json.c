@@ -339,6 +339,16 @@ ngx_int_t
 ngx_platform_send_raw(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len)
 {
+    static ngx_str_t  json = ngx_string("application/json; charset=utf-8");
+
+    return ngx_platform_send_body(r, status, &json, body, len);
+}
+
+
+ngx_int_t
+ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, u_char *body, size_t len)
+{
     ngx_int_t            rc;
     ngx_buf_t           *b;
     ngx_chain_t          out;
@@ -359,9 +369,14 @@ ngx_platform_send_raw(ngx_http_request_t *r, ngx_uint_t status,
     r->headers_out.status = status;
     r->headers_out.content_length_n = len;
 
-    ngx_str_set(&r->headers_out.content_type,
-                "application/json; charset=utf-8");
-    r->headers_out.content_type_len = sizeof("application/json") - 1;
+    /* the type without its parameters, for charset and filters */
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = 0;
+    while (r->headers_out.content_type_len < type->len
+           && type->data[r->headers_out.content_type_len] != ';')
+    {
+        r->headers_out.content_type_len++;
+    }
     r->headers_out.content_type_lowcase = NULL;
 
     rc = ngx_http_send_header(r);

@@ -250,13 +250,13 @@ ngx_platform_health_send(ngx_http_request_t *r, ngx_platform_health_t *h)
 static ngx_int_t
 ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char                  *p, *start;
-    size_t                   size;
-    ngx_int_t                rc;
-    ngx_buf_t               *b;
-    ngx_uint_t               f, s, m, w, n;
-    ngx_chain_t              out;
-    ngx_platform_shm_t      *shm;
+    u_char              *p, *start;
+    size_t               size;
+    ngx_uint_t           f, s, m, w, n;
+    ngx_platform_shm_t  *shm;
+
+    static ngx_str_t     type =
+                         ngx_string("text/plain; version=0.0.4; charset=utf-8");
 
     shm = ngx_platform_shm;
     if (shm == NULL) {
@@ -353,39 +353,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
     }
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = p - start;
-    ngx_str_set(&r->headers_out.content_type,
-                "text/plain; version=0.0.4; charset=utf-8");
-    r->headers_out.content_type_len = sizeof("text/plain") - 1;
-
-    if (ngx_platform_add_header(r, "X-Request-Id", &ctx->request_id)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_ERROR;
-    }
-
-    b->pos = start;
-    b->last = p;
-    b->memory = 1;
-    b->last_buf = 1;
-    b->last_in_chain = 1;
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_platform_send_body(r, NGX_HTTP_OK, &type, start, p - start);
 }
 
 
