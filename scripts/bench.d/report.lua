@@ -1,0 +1,18 @@
+-- Shared by the wrk scripts of scripts/bench: done() prints one
+-- machine-readable line that scripts/bench parses.
+--   rps      completed requests per second
+--   p50/p99  latency percentiles, milliseconds
+--   non2xx   responses with a status outside 2xx/3xx
+--   sockerr  connect + read + write errors and timeouts
+
+function done(summary, latency, requests)
+    local e = summary.errors
+    io.write(string.format(
+        "BENCH_RESULT requests=%d rps=%.1f p50=%.3f p99=%.3f " ..
+        "non2xx=%d sockerr=%d\n",
+        summary.requests,
+        summary.requests / (summary.duration / 1e6),
+        latency:percentile(50) / 1000,
+        latency:percentile(99) / 1000,
+        e.status, e.connect + e.read + e.write + e.timeout))
+end

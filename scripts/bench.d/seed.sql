@@ -1,0 +1,56 @@
+-- Bench data for scripts/bench, loaded into the dev database "platform".
+-- Idempotent: fixed ids, every insert is ON CONFLICT DO NOTHING.
+--
+-- Tenant tenant-bench, country NG:
+--   20 drivers          ids derived from md5('bench-driver-N')
+--   10,000 orders       ids derived from md5('bench-order-N'), order numbers
+--                       BENCH-000001..BENCH-010000; every other order is
+--                       ASSIGNED to a driver (so the driver join is exercised)
+-- The ids are md5 digests shaped as version-4 uuids.
+
+INSERT INTO drivers
+    (id, tenant_id, country_code, user_id, name, phone, vehicle_type, status)
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3)
+        || '-8' || substr(h, 18, 3) || '-' || substr(h, 21, 12))::uuid,
+       'tenant-bench', 'NG', 'user-bench-driver-' || g,
+       'Bench Driver ' || g, '+23480900' || lpad(g::text, 5, '0'),
+       (ARRAY['MOTORCYCLE', 'VAN', 'TRUCK'])[1 + g % 3],
+       (ARRAY['AVAILABLE', 'ON_DELIVERY'])[1 + g % 2]
+FROM (SELECT g, md5('bench-driver-' || g) AS h
+      FROM generate_series(1, 20) AS g) AS s
+ON CONFLICT DO NOTHING;
+
+INSERT INTO delivery_orders
+    (id, tenant_id, country_code, order_number, status,
+     pickup_address, dropoff_address, driver_id, shipping_fee, currency,
+     assigned_at)
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3)
+        || '-8' || substr(h, 18, 3) || '-' || substr(h, 21, 12))::uuid,
+       'tenant-bench', 'NG', 'BENCH-' || lpad(g::text, 6, '0'),
+       CASE WHEN g % 2 = 0 THEN 'ASSIGNED' ELSE 'PENDING' END,
+       jsonb_build_object(
+           'address', g || ' Warehouse Road', 'city', 'Kano', 'state', 'Kano',
+           'country', 'NG', 'postalCode', '700001',
+           'latitude', 12.0022, 'longitude', 8.5920,
+           'contactName', 'Bench Hub', 'contactPhone', '+2348030000001'),
+       jsonb_build_object(
+           'address', g || ' Marina Street', 'city', 'Lagos',
+           'state', 'Lagos', 'country', 'NG', 'postalCode', '101001',
+           'latitude', 6.4541, 'longitude', 3.3947,
+           'contactName', 'Bench Customer ' || g,
+           'contactPhone', '+2348031' || lpad(g::text, 6, '0')),
+       CASE WHEN g % 2 = 0 THEN
+           (substr(dh, 1, 8) || '-' || substr(dh, 9, 4) || '-4'
+            || substr(dh, 14, 3) || '-8' || substr(dh, 18, 3) || '-'
+            || substr(dh, 21, 12))::uuid
+       END,
+       CASE WHEN g % 2 = 0 THEN 1000 + g % 5000 END,
+       CASE WHEN g % 2 = 0 THEN 'NGN' END,
+       CASE WHEN g % 2 = 0 THEN timestamptz '2024-05-01 09:00:00+01' END
+FROM (SELECT g, md5('bench-order-' || g) AS h,
+             md5('bench-driver-' || (1 + g % 20)) AS dh
+      FROM generate_series(1, 10000) AS g) AS s
+ON CONFLICT DO NOTHING;
+
+ANALYZE drivers;
+ANALYZE delivery_orders;

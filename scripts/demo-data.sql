@@ -1,0 +1,125 @@
+-- Demo rows for the dev servers (scripts/dev start loads them).
+-- Idempotent: every insert is ON CONFLICT DO NOTHING, ids are fixed so the
+-- README's curl examples work.
+--
+-- Tenants: tenant-demo and tenant-other, both in country NG.
+--   drivers          d1000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    d2000000-0000-4000-8000-00000000000N   (tenant-other)
+--   delivery orders  a1000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    a2000000-0000-4000-8000-00000000000N   (tenant-other)
+
+INSERT INTO product_classifications (group_name, tags, position) VALUES
+    ('Grains',     '{rice,maize,sorghum,millet}',       1),
+    ('Tubers',     '{cassava,yam,potato,cocoyam}',      2),
+    ('Legumes',    '{beans,cowpea,soybean,groundnut}',  3),
+    ('Livestock',  '{cattle,goat,sheep,poultry}',       4),
+    ('Cash Crops', '{cocoa,cotton,sesame,cashew}',      5),
+    ('Vegetables', '{tomato,pepper,onion,okra}',        6)
+ON CONFLICT DO NOTHING;
+
+INSERT INTO drivers
+    (id, tenant_id, country_code, user_id, name, phone, vehicle_type, status)
+VALUES
+    ('d1000000-0000-4000-8000-000000000001', 'tenant-demo', 'NG',
+     'user-demo-driver-1', 'Adebayo Okafor', '+2348010000001', 'MOTORCYCLE',
+     'AVAILABLE'),
+    ('d1000000-0000-4000-8000-000000000002', 'tenant-demo', 'NG',
+     'user-demo-driver-2', 'Chinwe Eze', '+2348010000002', 'VAN',
+     'AVAILABLE'),
+    ('d1000000-0000-4000-8000-000000000003', 'tenant-demo', 'NG',
+     'user-demo-driver-3', 'Musa Bello', '+2348010000003', 'TRUCK',
+     'ON_DELIVERY'),
+    ('d1000000-0000-4000-8000-000000000004', 'tenant-demo', 'NG',
+     NULL, 'Ngozi Umeh', '+2348010000004', 'VAN',
+     'OFFLINE'),
+    ('d2000000-0000-4000-8000-000000000001', 'tenant-other', 'NG',
+     'user-other-driver-1', 'Emeka Obi', '+2348020000001', 'MOTORCYCLE',
+     'AVAILABLE'),
+    ('d2000000-0000-4000-8000-000000000002', 'tenant-other', 'NG',
+     'user-other-driver-2', 'Halima Sani', '+2348020000002', 'TRUCK',
+     'ON_DELIVERY')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO delivery_orders
+    (id, tenant_id, country_code, order_number, status,
+     pickup_address, dropoff_address, driver_id, shipping_fee, currency,
+     assigned_at)
+SELECT o.id::uuid, o.tenant_id, 'NG', o.order_number, o.status,
+       jsonb_build_object(
+           'address', o.p_address, 'city', o.p_city, 'state', o.p_state,
+           'country', 'NG', 'postalCode', o.p_postal,
+           'latitude', o.p_lat, 'longitude', o.p_lon,
+           'contactName', o.p_contact, 'contactPhone', o.p_phone),
+       jsonb_build_object(
+           'address', o.d_address, 'city', o.d_city, 'state', o.d_state,
+           'country', 'NG', 'postalCode', o.d_postal,
+           'latitude', o.d_lat, 'longitude', o.d_lon,
+           'contactName', o.d_contact, 'contactPhone', o.d_phone),
+       o.driver_id::uuid, o.fee, CASE WHEN o.fee IS NULL THEN NULL ELSE 'NGN' END,
+       CASE WHEN o.driver_id IS NULL THEN NULL
+            ELSE timestamptz '2024-05-01 09:00:00+01' END
+FROM (VALUES
+    ('a1000000-0000-4000-8000-000000000001', 'tenant-demo', 'DO-1001',
+     'PENDING', NULL, NULL::numeric,
+     '12 Warehouse Road', 'Kano', 'Kano', '700001', 12.0022, 8.5920,
+     'Kano Grain Hub', '+2348030000001',
+     '5 Marina Street', 'Lagos', 'Lagos', '101001', 6.4541, 3.3947,
+     'Tunde Bakare', '+2348030000002'),
+    ('a1000000-0000-4000-8000-000000000002', 'tenant-demo', 'DO-1002',
+     'PENDING', NULL, NULL,
+     '3 Market Lane', 'Ibadan', 'Oyo', '200001', 7.3775, 3.9470,
+     'Ibadan Farmers Coop', '+2348030000003',
+     '18 Ahmadu Bello Way', 'Abuja', 'FCT', '900001', 9.0765, 7.3986,
+     'Aisha Musa', '+2348030000004'),
+    ('a1000000-0000-4000-8000-000000000003', 'tenant-demo', 'DO-1003',
+     'ASSIGNED', 'd1000000-0000-4000-8000-000000000003', 2500.00,
+     '7 Silo Avenue', 'Kaduna', 'Kaduna', '800001', 10.5105, 7.4165,
+     'Kaduna Storage', '+2348030000005',
+     '44 Aba Road', 'Port Harcourt', 'Rivers', '500001', 4.8156, 7.0498,
+     'Ifeanyi Nwosu', '+2348030000006'),
+    ('a1000000-0000-4000-8000-000000000004', 'tenant-demo', 'DO-1004',
+     'DELIVERED', 'd1000000-0000-4000-8000-000000000002', 1800.50,
+     '9 Depot Close', 'Enugu', 'Enugu', '400001', 6.4584, 7.5464,
+     'Enugu Depot', '+2348030000007',
+     '2 Broad Street', 'Lagos', 'Lagos', '101002', 6.4531, 3.3958,
+     'Funke Adeyemi', '+2348030000008'),
+    ('a1000000-0000-4000-8000-000000000005', 'tenant-demo', 'DO-1005',
+     'CANCELLED', NULL, NULL,
+     '1 Farm Gate', 'Jos', 'Plateau', '930001', 9.8965, 8.8583,
+     'Jos Potato Farm', '+2348030000009',
+     '30 Zoo Road', 'Kano', 'Kano', '700002', 11.9964, 8.5167,
+     'Sani Abdullahi', '+2348030000010'),
+    ('a2000000-0000-4000-8000-000000000001', 'tenant-other', 'DO-1001',
+     'PENDING', NULL, NULL,
+     '8 Harbour Road', 'Calabar', 'Cross River', '540001', 4.9517, 8.3220,
+     'Calabar Port Store', '+2348040000001',
+     '11 Awolowo Road', 'Lagos', 'Lagos', '101233', 6.4474, 3.4203,
+     'Kemi Oladipo', '+2348040000002'),
+    ('a2000000-0000-4000-8000-000000000002', 'tenant-other', 'DO-1002',
+     'PENDING', NULL, NULL,
+     '15 Cocoa House Way', 'Akure', 'Ondo', '340001', 7.2571, 5.2058,
+     'Akure Cocoa Coop', '+2348040000003',
+     '6 Herbert Macaulay Way', 'Abuja', 'FCT', '900211', 9.0579, 7.4951,
+     'Bala Yusuf', '+2348040000004'),
+    ('a2000000-0000-4000-8000-000000000003', 'tenant-other', 'DO-1003',
+     'IN_TRANSIT', 'd2000000-0000-4000-8000-000000000002', 4200.00,
+     '20 Cattle Market', 'Maiduguri', 'Borno', '600001', 11.8311, 13.1510,
+     'Maiduguri Livestock', '+2348040000005',
+     '9 Ogui Road', 'Enugu', 'Enugu', '400102', 6.4413, 7.4988,
+     'Obinna Chukwu', '+2348040000006'),
+    ('a2000000-0000-4000-8000-000000000004', 'tenant-other', 'DO-1004',
+     'DELIVERED', 'd2000000-0000-4000-8000-000000000001', 950.00,
+     '4 Sesame Street', 'Sokoto', 'Sokoto', '840001', 13.0059, 5.2476,
+     'Sokoto Sesame Store', '+2348040000007',
+     '27 Ring Road', 'Benin City', 'Edo', '300001', 6.3350, 5.6037,
+     'Osaro Idahosa', '+2348040000008'),
+    ('a2000000-0000-4000-8000-000000000005', 'tenant-other', 'DO-1005',
+     'CANCELLED', NULL, NULL,
+     '10 Yam Barn Road', 'Makurdi', 'Benue', '970001', 7.7337, 8.5214,
+     'Makurdi Yam Market', '+2348040000009',
+     '3 Stadium Road', 'Ilorin', 'Kwara', '240001', 8.4966, 4.5426,
+     'Ahmed Ibrahim', '+2348040000010')
+) AS o (id, tenant_id, order_number, status, driver_id, fee,
+        p_address, p_city, p_state, p_postal, p_lat, p_lon, p_contact, p_phone,
+        d_address, d_city, d_state, d_postal, d_lat, d_lon, d_contact, d_phone)
+ON CONFLICT DO NOTHING;
