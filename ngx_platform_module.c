@@ -20,6 +20,8 @@ static ngx_int_t ngx_platform_init_process(ngx_cycle_t *cycle);
 static void ngx_platform_exit_process(ngx_cycle_t *cycle);
 static void *ngx_platform_create_main_conf(ngx_conf_t *cf);
 static char *ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf);
+static char *ngx_platform_check_backends(ngx_conf_t *cf,
+    ngx_platform_main_conf_t *pmcf);
 static void *ngx_platform_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -254,11 +256,17 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (ngx_platform_pg_init_process(cycle, pmcf) != NGX_OK) {
+    /* connect only to what the configured locations use */
+
+    if ((pmcf->backends & NGX_PLATFORM_BACKEND_PG)
+        && ngx_platform_pg_init_process(cycle, pmcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
-    if (ngx_platform_redis_init_process(cycle, pmcf) != NGX_OK) {
+    if ((pmcf->backends & NGX_PLATFORM_BACKEND_REDIS)
+        && ngx_platform_redis_init_process(cycle, pmcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -338,6 +346,70 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");
     }
 
+    return ngx_platform_check_backends(cf, pmcf);
+}
+
+
+/* "nginx -t" tells about backend settings that cannot work */
+
+static char *
+ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
+{
+    char              *err, *conninfo;
+    ngx_url_t          u;
+    PQconninfoOption  *options;
+
+    if (pmcf->pg_conninfo.len) {
+        conninfo = ngx_pnalloc(cf->pool, pmcf->pg_conninfo.len + 1);
+        if (conninfo == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        (void) ngx_cpystrn((u_char *) conninfo, pmcf->pg_conninfo.data,
+                           pmcf->pg_conninfo.len + 1);
+
+        err = NULL;
+        options = PQconninfoParse(conninfo, &err);
+
+        if (options == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"platform_pg\": %s",
+                               err ? err : "out of memory");
+            if (err) {
+                PQfreemem(err);
+            }
+
+            return NGX_CONF_ERROR;
+        }
+
+        PQconninfoFree(options);
+
+    } else if (pmcf->backends & NGX_PLATFORM_BACKEND_PG) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "\"platform_pg\" is not set: the locations that "
+                           "need PostgreSQL will answer 503");
+    }
+
+    if (pmcf->redis_addr.len > 5
+        && ngx_strncasecmp(pmcf->redis_addr.data, (u_char *) "unix:", 5)
+           == 0)
+    {
+        return NGX_CONF_OK;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = pmcf->redis_addr;
+    u.default_port = 6379;
+    u.no_resolve = 1;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.host.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"platform_redis\" \"%V\": %s",
+                           &pmcf->redis_addr, u.err ? u.err : "no host");
+        return NGX_CONF_ERROR;
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -389,6 +461,7 @@ ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_platform_loc_conf_t *plcf = conf;
 
+    ngx_platform_main_conf_t  *pmcf;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (plcf->family) {
@@ -396,6 +469,9 @@ ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     plcf->family = cmd->post;
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+    pmcf->backends |= plcf->family->backends;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_platform_handler;

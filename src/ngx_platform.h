@@ -33,6 +33,11 @@ typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
 #define NGX_PLATFORM_LANG_FR         1
 
 
+/* backends a family uses: a worker connects only to those in use */
+#define NGX_PLATFORM_BACKEND_PG      0x01
+#define NGX_PLATFORM_BACKEND_REDIS   0x02
+
+
 /* outcome of a backend operation, beside NGX_OK and NGX_ERROR */
 #define NGX_PLATFORM_UNAVAILABLE     -100   /* down, pool full: 503 */
 #define NGX_PLATFORM_TIMEOUT         -101   /* backend too slow: 503 */
@@ -75,6 +80,9 @@ typedef struct {
     ngx_int_t                  redis_db;
     ngx_msec_t                 redis_connect_timeout;
     ngx_msec_t                 redis_timeout;
+
+    /* NGX_PLATFORM_BACKEND_* of the families configured */
+    ngx_uint_t                 backends;
 
     /* per-worker runtime state, created in init_process */
     ngx_platform_pg_pool_t    *pg;
@@ -121,6 +129,7 @@ typedef struct {
 struct ngx_platform_family_s {
     ngx_str_t                  name;
     ngx_uint_t                 envelope;
+    ngx_uint_t                 backends;  /* NGX_PLATFORM_BACKEND_* */
     ngx_platform_route_t      *routes;    /* terminated by a NULL pattern */
 };
 

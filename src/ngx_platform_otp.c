@@ -80,6 +80,7 @@ static ngx_platform_route_t  ngx_platform_otp_routes[] = {
 ngx_platform_family_t  ngx_platform_otp_family = {
     ngx_string("otp"),
     NGX_PLATFORM_ENVELOPE_B,
+    NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_otp_routes
 };
 

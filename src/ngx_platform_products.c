@@ -37,6 +37,7 @@ static ngx_platform_route_t  ngx_platform_products_routes[] = {
 ngx_platform_family_t  ngx_platform_products_family = {
     ngx_string("products"),
     NGX_PLATFORM_ENVELOPE_B,
+    NGX_PLATFORM_BACKEND_PG,
     ngx_platform_products_routes
 };
 

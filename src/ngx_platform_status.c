@@ -79,6 +79,7 @@ static ngx_platform_route_t  ngx_platform_metrics_routes[] = {
 ngx_platform_family_t  ngx_platform_health_family = {
     ngx_string("health"),
     NGX_PLATFORM_ENVELOPE_B,
+    NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_health_routes
 };
 
@@ -86,6 +87,7 @@ ngx_platform_family_t  ngx_platform_health_family = {
 ngx_platform_family_t  ngx_platform_metrics_family = {
     ngx_string("metrics"),
     NGX_PLATFORM_ENVELOPE_B,
+    0,
     ngx_platform_metrics_routes
 };
 

@@ -35,6 +35,7 @@ static ngx_platform_route_t  ngx_platform_tms_routes[] = {
 ngx_platform_family_t  ngx_platform_tms_family = {
     ngx_string("tms"),
     NGX_PLATFORM_ENVELOPE_B,
+    NGX_PLATFORM_BACKEND_PG,
     ngx_platform_tms_routes
 };
 
