@@ -359,7 +359,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
-/* the gauges of this worker, refreshed when metrics are asked for */
+/* the gauges of this worker, refreshed after each of its requests */
 
 static void
 ngx_platform_metrics_gauges(void)
@@ -430,6 +430,8 @@ ngx_platform_metrics_log_handler(ngx_http_request_t *r)
     }
 
     (void) ngx_atomic_fetch_add(&ngx_platform_shm->requests[f][s], 1);
+
+    ngx_platform_metrics_gauges();
 
     return NGX_OK;
 }
