@@ -759,7 +759,8 @@ ngx_platform_header(ngx_http_request_t *r, char *name)
 
 
 /*
- * A required tenancy header: present, 1 to 128 printable characters.
+ * A required tenancy header: present, 1 to 128 printable characters, no
+ * colon.
  * Returns NGX_OK with the value, else 400 naming the header.
  */
 
@@ -778,8 +779,12 @@ ngx_platform_require_header(ngx_http_request_t *r, char *name,
         problem = "required";
 
     } else {
+        /* ':' separates the parts of Redis keys built from these */
+
         for (i = 0; i < h->value.len; i++) {
-            if (h->value.data[i] < 0x21 || h->value.data[i] > 0x7e) {
+            if (h->value.data[i] < 0x21 || h->value.data[i] > 0x7e
+                || h->value.data[i] == ':')
+            {
                 break;
             }
         }

@@ -105,6 +105,16 @@ $r = otp('123456', headers => { tenantId => $tenant });
 is($r->{status}, 400, 'missing countryCode');
 is($r->{json}{message}, 'countryCode header is required.', 'names it');
 
+# a colon would let one tenant name another's key
+
+$t->redis('SET', "otp:$tenant:NG:X:7777", '1', 'EX', '600');
+$r = otp('7777', headers => { tenantId => $tenant, countryCode => 'NG:X' });
+is($r->{status}, 400, 'colon in countryCode is refused');
+is($r->{json}{message}, 'countryCode header is invalid.', 'says so');
+$r = otp('7777', headers => { tenantId => "$tenant:NG", countryCode => 'X' });
+is($r->{status}, 400, 'colon in tenantId is refused');
+is($t->redis('EXISTS', "otp:$tenant:NG:X:7777"), '1', 'key untouched');
+
 $r = $t->request('POST', '/validate-otp/123456', headers => \%h,
                  body => '{}');
 is($r->{status}, 405, 'POST is 405');
