@@ -186,6 +186,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_loc_conf_t, cache_max_age),
       NULL },
 
+    { ngx_string("platform_cache_time"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, cache_time),
+      NULL },
+
       ngx_null_command
 };
 
@@ -433,6 +440,7 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
     plcf->otp_max_attempts = NGX_CONF_UNSET_UINT;
     plcf->otp_attempts_window = NGX_CONF_UNSET;
     plcf->cache_max_age = NGX_CONF_UNSET;
+    plcf->cache_time = NGX_CONF_UNSET_MSEC;
 
     return plcf;
 }
@@ -449,6 +457,7 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->otp_attempts_window,
                          prev->otp_attempts_window, 300);
     ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);
+    ngx_conf_merge_msec_value(conf->cache_time, prev->cache_time, 1000);
 
     return NGX_CONF_OK;
 }

@@ -99,6 +99,9 @@ typedef struct {
 
     /* Cache-Control max-age of cacheable reads (classifications) */
     time_t                     cache_max_age;
+
+    /* how long a worker reuses a cacheable read before reading again */
+    ngx_msec_t                 cache_time;
 } ngx_platform_loc_conf_t;
 
 

@@ -21,8 +21,22 @@ static ngx_int_t ngx_platform_products_classifications(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_products_classifications_done(ngx_http_request_t *r,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+static ngx_int_t ngx_platform_products_cache_set(u_char *data, size_t len);
+static ngx_int_t ngx_platform_products_send(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_products_etag_matches(ngx_http_request_t *r,
     ngx_str_t *etag);
+
+
+typedef struct {
+    u_char                    *body;       /* heap, owned by the worker */
+    size_t                     len;
+    ngx_msec_t                 fetched;
+    ngx_str_t                  etag;
+    u_char                     etag_data[2 + 32];
+} ngx_platform_products_cache_t;
+
+
+static ngx_platform_products_cache_t  ngx_platform_products_cache;
 
 
 static ngx_platform_route_t  ngx_platform_products_routes[] = {
@@ -59,7 +73,17 @@ static ngx_int_t
 ngx_platform_products_classifications(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx)
 {
-    ngx_int_t  rc;
+    ngx_int_t                 rc;
+    ngx_platform_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (ngx_platform_products_cache.body
+        && ngx_current_msec - ngx_platform_products_cache.fetched
+           < plcf->cache_time)
+    {
+        return ngx_platform_products_send(r);
+    }
 
     rc = ngx_platform_pg_query(r, &ngx_platform_products_classifications_stmt,
                                NULL,
@@ -77,13 +101,6 @@ static void
 ngx_platform_products_classifications_done(ngx_http_request_t *r,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
 {
-    u_char                   *body, *p;
-    size_t                    len;
-    ngx_md5_t                 md5;
-    ngx_str_t                 etag, cache_control;
-    ngx_platform_loc_conf_t  *plcf;
-    u_char                    digest[16];
-
     if (rc != NGX_OK) {
         ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
         return;
@@ -94,43 +111,88 @@ ngx_platform_products_classifications_done(ngx_http_request_t *r,
         return;
     }
 
-    len = PQgetlength(res, 0, 0);
-
-    /* the result is freed when this handler returns */
-
-    body = ngx_pnalloc(r->pool, len);
-    if (body == NULL) {
+    if (ngx_platform_products_cache_set((u_char *) PQgetvalue(res, 0, 0),
+                                        PQgetlength(res, 0, 0))
+        != NGX_OK)
+    {
         ngx_platform_finalize(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
-    ngx_memcpy(body, PQgetvalue(res, 0, 0), len);
+    ngx_platform_finalize(r, ngx_platform_products_send(r));
+}
+
+
+/*
+ * The worker keeps the last document it read, with its ETag, and reuses
+ * it for platform_cache_time; the request gets its own copy, so a refresh
+ * never frees what a slow client is still being sent.
+ */
+
+static ngx_int_t
+ngx_platform_products_cache_set(u_char *data, size_t len)
+{
+    u_char                         *p, *body;
+    ngx_md5_t                       md5;
+    u_char                          digest[16];
+    ngx_platform_products_cache_t  *cache;
+
+    cache = &ngx_platform_products_cache;
+
+    body = ngx_alloc(len, ngx_cycle->log);
+    if (body == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(body, data, len);
+
+    ngx_free(cache->body);
+
+    cache->body = body;
+    cache->len = len;
+    cache->fetched = ngx_current_msec;
 
     ngx_md5_init(&md5);
     ngx_md5_update(&md5, body, len);
     ngx_md5_final(digest, &md5);
 
-    p = ngx_pnalloc(r->pool, 2 + 32);
-    if (p == NULL) {
-        ngx_platform_finalize(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    etag.data = p;
+    p = cache->etag_data;
     *p++ = '"';
     p = ngx_hex_dump(p, digest, 16);
     *p++ = '"';
-    etag.len = p - etag.data;
 
+    cache->etag.data = cache->etag_data;
+    cache->etag.len = p - cache->etag_data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_products_send(ngx_http_request_t *r)
+{
+    u_char                         *body;
+    ngx_str_t                       etag, cache_control;
+    ngx_platform_loc_conf_t        *plcf;
+    ngx_platform_products_cache_t  *cache;
+
+    cache = &ngx_platform_products_cache;
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
-    cache_control.data = ngx_pnalloc(r->pool, sizeof("public, max-age=") - 1
-                                              + NGX_TIME_T_LEN);
-    if (cache_control.data == NULL) {
-        ngx_platform_finalize(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
+    body = ngx_pnalloc(r->pool, cache->len + cache->etag.len
+                                + sizeof("public, max-age=") - 1
+                                + NGX_TIME_T_LEN);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_memcpy(body, cache->body, cache->len);
+
+    etag.data = body + cache->len;
+    etag.len = cache->etag.len;
+    ngx_memcpy(etag.data, cache->etag.data, etag.len);
+
+    cache_control.data = etag.data + etag.len;
     cache_control.len = ngx_sprintf(cache_control.data, "public, max-age=%T",
                                     plcf->cache_max_age)
                         - cache_control.data;
@@ -139,17 +201,14 @@ ngx_platform_products_classifications_done(ngx_http_request_t *r,
         || ngx_platform_add_header(r, "Cache-Control", &cache_control)
            != NGX_OK)
     {
-        ngx_platform_finalize(r, NGX_ERROR);
-        return;
+        return NGX_ERROR;
     }
 
     if (ngx_platform_products_etag_matches(r, &etag)) {
-        ngx_platform_finalize(r, ngx_platform_send_empty(r,
-                                                  NGX_HTTP_NOT_MODIFIED));
-        return;
+        return ngx_platform_send_empty(r, NGX_HTTP_NOT_MODIFIED);
     }
 
-    ngx_platform_finalize(r, ngx_platform_send_raw(r, NGX_HTTP_OK, body, len));
+    return ngx_platform_send_raw(r, NGX_HTTP_OK, body, cache->len);
 }
 
 

@@ -18,6 +18,15 @@ $t->run(<<'EOF');
         location /api/v1/products/ {
             platform_products;
             platform_cache_max_age 120;
+            platform_cache_time 0;
+        }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_2%%;
+        location /api/v1/products/ {
+            platform_products;
+            platform_cache_time 1500ms;
         }
     }
 EOF
@@ -76,6 +85,29 @@ $r = $t->request('GET', '/api/v1/products/classifications',
                  headers => { 'If-None-Match' => $etag });
 is($r->{status}, 200, 'changed catalogue: old tag no longer matches');
 isnt($r->{headers}{etag}, $etag, 'new etag');
+
+# the worker's cache: the same document for platform_cache_time
+
+my $cached = $t->port(2);
+
+$r = $t->request('GET', '/api/v1/products/classifications', port => $cached);
+my $before = $r->{headers}{etag};
+is($r->{headers}{'cache-control'}, 'public, max-age=60', 'default max-age');
+
+$t->psql(q{UPDATE product_classifications SET tags = '{rice,millet}'
+           WHERE group_name = 'Grains'});
+
+$r = $t->request('GET', '/api/v1/products/classifications', port => $cached);
+is($r->{headers}{etag}, $before, 'cached document within the cache time');
+
+ok($t->wait_until(sub {
+    $t->request('GET', '/api/v1/products/classifications',
+                port => $cached)->{headers}{etag} ne $before }, 5),
+   'fresh document after the cache time');
+
+$r = $t->request('GET', '/api/v1/products/classifications', port => $cached);
+is_deeply($r->{json}{classifications}[0]{tags}, [qw(rice millet)],
+          'with the new tags');
 
 $r = $t->request('HEAD', '/api/v1/products/classifications');
 is($r->{status}, 200, 'HEAD');

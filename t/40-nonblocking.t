@@ -15,6 +15,7 @@ my $t = Platform::Test->new(workers => 1);
 
 $t->run(<<'EOF');
     platform_pg_pool_size 4;
+    platform_cache_time 0;     # every request goes to PostgreSQL
 
     server {
         listen 127.0.0.1:%%PORT%%;

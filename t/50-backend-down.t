@@ -25,6 +25,7 @@ $t->run(<<"EOF");
     platform_pg_query_timeout 2s;
     platform_redis $raddr;
     platform_redis_timeout 500ms;
+    platform_cache_time 0;     # every request goes to PostgreSQL
 
     server {
         listen 127.0.0.1:%%PORT%%;

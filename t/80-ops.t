@@ -27,7 +27,10 @@ my $conf = <<"EOF";
         listen 127.0.0.1:%%PORT%%;
         location = /health { platform_health; }
         location = /metrics { platform_metrics; }
-        location /api/v1/products/ { platform_products; }
+        location /api/v1/products/ {
+            platform_products;
+            platform_cache_time 0;
+        }
         location /validate-otp/ { platform_otp; }
     }
 EOF
