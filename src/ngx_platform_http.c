@@ -226,6 +226,7 @@ ngx_platform_lang(ngx_http_request_t *r)
 static ngx_int_t
 ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
+    u_char                *detail;
     ngx_uint_t             method, bad_version, path_known;
     ngx_platform_route_t  *route;
 
@@ -265,8 +266,16 @@ ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     if (path_known) {
+        detail = ngx_pnalloc(r->pool, sizeof("This endpoint accepts .")
+                                      + ctx->allow.len);
+        if (detail == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(detail, "This endpoint accepts %V.%Z", &ctx->allow);
+
         return ngx_platform_fail(r, NGX_HTTP_NOT_ALLOWED,
-                                 "Method not allowed.", NULL);
+                                 "Method not allowed.", (char *) detail);
     }
 
     return ngx_platform_fail(r, NGX_HTTP_NOT_FOUND, "Resource not found.",

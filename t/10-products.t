@@ -119,6 +119,8 @@ is($r->{headers}{allow}, 'GET, HEAD', 'Allow header');
 is($r->{json}{status}, JSON::PP::false, 'Envelope B on 405');
 is($r->{json}{statusCode}, 405, 'statusCode is the HTTP status');
 is($r->{json}{errors}[0]{message}, 'Method not allowed.', 'message');
+is($r->{json}{errors}[0]{descriptiveMessage},
+   'This endpoint accepts GET, HEAD.', 'names the allowed methods');
 
 $r = $t->request('GET', '/api/v1/products/unknown');
 is($r->{status}, 404, 'unknown path is 404');
