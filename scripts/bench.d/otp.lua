@@ -6,12 +6,6 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "report.lua")
 
-local counter = 0
-function setup(thread)
-    counter = counter + 1
-    thread:set("thread_no", counter)
-end
-
 local reqs, n = {}, 0
 function init(args)
     math.randomseed(os.time() * 1000 + (thread_no or 0))

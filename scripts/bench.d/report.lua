@@ -1,9 +1,16 @@
--- Shared by the wrk scripts of scripts/bench: done() prints one
--- machine-readable line that scripts/bench parses.
+-- Shared by the wrk scripts of scripts/bench: setup() numbers the threads
+-- (thread_no, to seed each one's random numbers apart) and done() prints
+-- one machine-readable line that scripts/bench parses.
 --   rps      completed requests per second
 --   p50/p99  latency percentiles, milliseconds
 --   non2xx   responses with a status outside 2xx/3xx
 --   sockerr  connect + read + write errors and timeouts
+
+local counter = 0
+function setup(thread)
+    counter = counter + 1
+    thread:set("thread_no", counter)
+end
 
 function done(summary, latency, requests)
     local e = summary.errors
