@@ -638,8 +638,28 @@ ngx_platform_check_broken_connection(ngx_http_request_t *r)
     ev = c->read;
 
     if (c->error) {
+        /* an HTTP/2 stream reset, or an error noticed elsewhere */
+
+        if ((ngx_event_flags & NGX_USE_LEVEL_EVENT) && ev->active) {
+            (void) ngx_del_event(ev, NGX_READ_EVENT, 0);
+        }
+
+        ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                      "client closed the request while waiting for a backend");
+
+        ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST);
         return;
     }
+
+#if (NGX_HTTP_V2)
+
+    /* the socket is the whole HTTP/2 connection's, not this stream's */
+
+    if (r->stream) {
+        return;
+    }
+
+#endif
 
 #if (NGX_HAVE_EPOLLRDHUP)
 
