@@ -123,6 +123,7 @@ static void ngx_platform_pg_close(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool);
 static ngx_uint_t ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
+static size_t ngx_platform_pg_line(const char *message);
 
 
 /* one pool per worker process */
@@ -177,7 +178,8 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
 
         if (ngx_platform_pg_dispatch(pc, op) != NGX_OK) {
             ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                          "platform: PostgreSQL connection lost: %s",
+                          "platform: PostgreSQL connection lost: %*s",
+                          ngx_platform_pg_line(PQerrorMessage(pc->conn)),
                           PQerrorMessage(pc->conn));
             pc->op = NULL;
             op->conn = NULL;
@@ -452,7 +454,8 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
 
     if (PQstatus(conn) == CONNECTION_BAD) {
         ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                      "platform: PostgreSQL connect failed: %s",
+                      "platform: PostgreSQL connect failed: %*s",
+                      ngx_platform_pg_line(PQerrorMessage(conn)),
                       PQerrorMessage(conn));
         PQfinish(conn);
         return NGX_ERROR;
@@ -723,9 +726,12 @@ ngx_platform_pg_connect_failed(ngx_platform_pg_conn_t *pc, char *reason)
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_CONNECT_FAILURES);
 
-    if (pool->connected) {
+    /* the first failure in a row is logged, not every retry */
+
+    if (pool->backoff == NGX_PLATFORM_PG_BACKOFF_MIN) {
         ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                      "platform: PostgreSQL connect failed: %s", reason);
+                      "platform: PostgreSQL connect failed: %*s",
+                      ngx_platform_pg_line(reason), reason);
     }
 
     pool->connected = 0;
@@ -1134,9 +1140,9 @@ ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc, char *reason)
 
     if (reason) {
         ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                      "platform: PostgreSQL %s%s%s",
+                      "platform: PostgreSQL %s%*s%s",
                       rc == NGX_PLATFORM_TIMEOUT ? "" : "connection lost: ",
-                      reason,
+                      ngx_platform_pg_line(reason), reason,
                       op ? "" : " (idle)");
     }
 
@@ -1240,6 +1246,15 @@ ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
     }
 
     return 0;
+}
+
+
+/* libpq's messages run over lines; the log takes the first */
+
+static size_t
+ngx_platform_pg_line(const char *message)
+{
+    return strcspn(message, "\r\n");
 }
 
 
