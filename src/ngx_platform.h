@@ -166,7 +166,6 @@ struct ngx_platform_ctx_s {
     void                      *pg_op;
     void                      *redis_cmd;
 
-    unsigned                   waiting_body:1;
 };
 
 

@@ -59,6 +59,8 @@ ngx_platform_handler(ngx_http_request_t *r)
 
     rc = ngx_platform_route(r, ctx);
     if (rc != NGX_OK) {
+        /* a body left unread would be taken for the next request */
+        (void) ngx_http_discard_request_body(r);
         return ngx_platform_settle(r, rc);
     }
 
@@ -76,8 +78,6 @@ ngx_platform_handler(ngx_http_request_t *r)
         (void) ngx_http_discard_request_body(r);
         return ngx_platform_settle(r, rc);
     }
-
-    ctx->waiting_body = 1;
 
     rc = ngx_http_read_client_request_body(r, ngx_platform_body_handler);
 
@@ -476,8 +476,6 @@ ngx_platform_body_handler(ngx_http_request_t *r)
     ngx_platform_ctx_t  *ctx;
 
     ctx = ngx_platform_get_ctx(r);
-
-    ctx->waiting_body = 0;
 
     rc = ngx_platform_collect_body(r, ctx);
     if (rc == NGX_OK) {

@@ -122,6 +122,17 @@ is($r->{json}{errors}[0]{message}, 'Method not allowed.', 'message');
 is($r->{json}{errors}[0]{descriptiveMessage},
    'This endpoint accepts GET, HEAD.', 'names the allowed methods');
 
+# a refused request's body is read and dropped: the connection goes on
+
+my $raw = $t->raw_request(
+    "POST /api/v1/products/classifications HTTP/1.1\r\nHost: x\r\n"
+    . "Content-Type: application/json\r\nContent-Length: 11\r\n\r\n"
+    . '{"a":"b c"}'
+    . "GET /api/v1/products/classifications HTTP/1.1\r\nHost: x\r\n"
+    . "Connection: close\r\n\r\n");
+my @codes = $raw =~ m{HTTP/1\.1 (\d+) }g;
+is("@codes", '405 200', 'keep-alive after a refused request with a body');
+
 $r = $t->request('GET', '/api/v1/products/unknown');
 is($r->{status}, 404, 'unknown path is 404');
 is($r->{json}{status}, JSON::PP::false, 'Envelope B on 404');

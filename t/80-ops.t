@@ -66,7 +66,8 @@ is(metric($r->{content},
    1, 'by status');
 cmp_ok(metric($r->{content}, 'platform_pg_statements_total'), '>=', 6,
        'statements counted');
-like($r->{content}, qr/^platform_pg_connections\{worker="\d",state="idle"\} \d+$/m,
+like($r->{content},
+     qr/^platform_pg_connections\{worker="\d",state="idle"\} \d+$/m,
      'pool gauges per worker');
 
 ok($t->reload($conf), 'reload');
