@@ -124,6 +124,8 @@ static void ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool);
 static ngx_uint_t ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
 static size_t ngx_platform_pg_line(const char *message);
+static ngx_log_t *ngx_platform_pg_log(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op);
 
 
 /* one pool per worker process */
@@ -177,7 +179,7 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
         ngx_queue_insert_head(&pool->busy, q);
 
         if (ngx_platform_pg_dispatch(pc, op) != NGX_OK) {
-            ngx_log_error(NGX_LOG_ERR, pool->log, 0,
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                           "platform: PostgreSQL connection lost: %*s",
                           ngx_platform_pg_line(PQerrorMessage(pc->conn)),
                           PQerrorMessage(pc->conn));
@@ -941,6 +943,7 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
 static void
 ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 {
+    char            *message;
     PGresult        *res;
     ngx_int_t        rc;
     ExecStatusType   status;
@@ -1012,12 +1015,13 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
             ngx_platform_metric_inc(NGX_PLATFORM_M_PG_ERRORS);
             rc = NGX_ERROR;
 
-            ngx_log_error(NGX_LOG_ERR, pc->pool->log, 0,
+            message = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+                          : NULL;
+
+            ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc, pc->op), 0,
                           "platform: statement \"%s\" failed: SQLSTATE %s: %s",
                           pc->op->stmt->name, ngx_platform_pg_sqlstate(res),
-                          res ? PQresultErrorField(res,
-                                                   PG_DIAG_MESSAGE_PRIMARY)
-                              : "no result");
+                          message ? message : "no message");
         }
 
         ngx_platform_pg_complete(pc, res, rc);
@@ -1139,7 +1143,7 @@ ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc, char *reason)
     pc->op = NULL;
 
     if (reason) {
-        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
+        ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc, op), 0,
                       "platform: PostgreSQL %s%*s%s",
                       rc == NGX_PLATFORM_TIMEOUT ? "" : "connection lost: ",
                       ngx_platform_pg_line(reason), reason,
@@ -1255,6 +1259,19 @@ static size_t
 ngx_platform_pg_line(const char *message)
 {
     return strcspn(message, "\r\n");
+}
+
+
+/* a request's own log names its request id; an orphan's is the worker's */
+
+static ngx_log_t *
+ngx_platform_pg_log(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+{
+    if (op && op->request) {
+        return op->request->connection->log;
+    }
+
+    return pc->pool->log;
 }
 
 
