@@ -263,9 +263,6 @@ ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 ngx_int_t ngx_platform_add_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 
-/* JSON helpers that never return NULL for a NULL or NUL-less input */
-json_t *ngx_platform_json_str(ngx_str_t *s);
-
 
 /* ngx_platform_status.c: metrics zone and counters */
 

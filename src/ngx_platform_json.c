@@ -450,21 +450,6 @@ ngx_platform_add_header(ngx_http_request_t *r, char *name, ngx_str_t *value)
 }
 
 
-json_t *
-ngx_platform_json_str(ngx_str_t *s)
-{
-    json_t  *v;
-
-    if (s == NULL || s->data == NULL) {
-        return json_null();
-    }
-
-    v = json_stringn((char *) s->data, s->len);
-
-    return v ? v : json_null();
-}
-
-
 static const char *
 ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en)
 {

@@ -242,7 +242,7 @@ sub new {
                 $self->{db} = $db;
                 last;
             }
-            # another session may be reading the template right now
+            # another connection may be reading the template right now
             die "create database: $err" if $try == 50
                 || $err !~ /being accessed by other users/;
             sleep 0.1;
