@@ -162,10 +162,6 @@ struct ngx_platform_ctx_s {
     /* family-specific state */
     void                      *data;
 
-    /* set by the backend adapters; cleared when the request goes away */
-    void                      *pg_op;
-    void                      *redis_cmd;
-
 };
 
 

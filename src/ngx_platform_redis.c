@@ -22,7 +22,6 @@
 
 typedef struct {
     ngx_http_request_t             *request;   /* NULL once detached */
-    ngx_platform_ctx_t             *ctx;
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
     redisAsyncContext              *ac;
@@ -809,7 +808,6 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
     int argc, const char **argv, const size_t *argvlen)
 {
     ngx_pool_cleanup_t    *cln;
-    ngx_platform_ctx_t    *ctx;
     ngx_platform_redis_t  *rd;
 
     rd = ngx_platform_redis;
@@ -833,20 +831,13 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
 
     /* from here hiredis calls ngx_platform_redis_reply() exactly once */
 
-    ctx = ngx_platform_get_ctx(r);
-
     cmd->request = r;
-    cmd->ctx = ctx;
     cmd->cleanup = cln;
     cmd->ac = rd->ac;
     cmd->sent = ngx_current_msec;
 
     cln->handler = ngx_platform_redis_cmd_cleanup;
     cln->data = cmd;
-
-    if (ctx) {
-        ctx->redis_cmd = cmd;
-    }
 
     /*
      * Not cancelable: like an upstream read timeout, it keeps a worker
@@ -1006,7 +997,6 @@ ngx_platform_redis_cmd_cleanup(void *data)
     }
 
     cmd->request = NULL;
-    cmd->ctx = NULL;
 }
 
 
@@ -1022,13 +1012,7 @@ ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
     }
 
     cmd->cleanup->handler = NULL;
-
-    if (cmd->ctx && cmd->ctx->redis_cmd == cmd) {
-        cmd->ctx->redis_cmd = NULL;
-    }
-
     cmd->request = NULL;
-    cmd->ctx = NULL;
 }
 
 
