@@ -42,18 +42,8 @@ my %a = (tenantId => 'tenant-a', countryCode => 'NG');
 is($t->request('GET', '/api/v1/products/classifications')->{status}, 200,
    'warm up');
 
-my $locked = q{SELECT count(*) FROM pg_locks
-               WHERE relation = 'delivery_orders'::regclass
-                 AND mode = 'AccessExclusiveLock' AND granted};
-
-my $lock = $t->psql_async(<<'SQL');
-BEGIN;
-LOCK TABLE delivery_orders IN ACCESS EXCLUSIVE MODE;
-SELECT pg_sleep(2);
-COMMIT;
-SQL
-
-ok($t->wait_until(sub { $t->psql($locked) > 0 }, 5), 'test holds the lock');
+my $lock = $t->hold_lock('delivery_orders', 2);
+pass('test holds the lock');
 
 my $slow = $t->request_async('GET', "/tms/delivery-orders/$order",
                              headers => \%a);

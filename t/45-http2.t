@@ -67,20 +67,9 @@ my $r = curl('-o', '/dev/null', "$base/tms/delivery-orders/$order");
 is($r->{"$base/tms/delivery-orders/$order"}{version}, '2', 'HTTP/2');
 is($r->{"$base/tms/delivery-orders/$order"}{code}, '200', 'order over h2');
 
-my $locked = q{SELECT count(*) FROM pg_locks
-               WHERE relation = 'delivery_orders'::regclass
-                 AND mode = 'AccessExclusiveLock' AND granted};
-
 sub hold_lock {
     my ($seconds) = @_;
-    my $h = $t->psql_async(<<"SQL");
-BEGIN;
-LOCK TABLE delivery_orders IN ACCESS EXCLUSIVE MODE;
-SELECT pg_sleep($seconds);
-COMMIT;
-SQL
-    $t->wait_until(sub { $t->psql($locked) > 0 }, 5) or die "no lock\n";
-    return $h;
+    return $t->hold_lock('delivery_orders', $seconds);
 }
 
 # two streams on one connection: the slow one does not hold the other

@@ -35,28 +35,13 @@ INSERT INTO delivery_orders (id, tenant_id, country_code, order_number,
 VALUES ('$order', 'tenant-a', 'NG', 'DO-1', '{}', '{}');
 SQL
 
-my $locked = q{SELECT count(*) FROM pg_locks
-               WHERE relation = 'delivery_orders'::regclass
-                 AND mode = 'AccessExclusiveLock' AND granted};
-
 my $waiting = q{SELECT count(*) FROM pg_stat_activity
                 WHERE application_name = 'ngx_platform'
                   AND wait_event_type = 'Lock'};
 
 sub hold_lock {
     my ($seconds) = @_;
-
-    my $h = $t->psql_async(<<"SQL");
-BEGIN;
-LOCK TABLE delivery_orders IN ACCESS EXCLUSIVE MODE;
-SELECT pg_sleep($seconds);
-COMMIT;
-SQL
-
-    $t->wait_until(sub { $t->psql($locked) > 0 }, 5)
-        or die "lock not taken\n";
-
-    return $h;
+    return $t->hold_lock('delivery_orders', $seconds);
 }
 
 is($t->request('GET', $path, headers => \%a)->{status}, 200, 'baseline');

@@ -131,6 +131,13 @@ returns the output without the final newline; dies on error.
 The same in the background (for instance to hold a lock); the handle's
 C<< ->wait >> returns the output, C<< ->kill >> ends it.
 
+=item $t->hold_lock($table, $seconds)
+
+Takes C<ACCESS EXCLUSIVE> on the table in a background transaction that
+sleeps C<$seconds> and commits; returns once the lock is granted, with the
+C<psql_async> handle. Statements on the table wait meanwhile: the way to
+make a request slow inside PostgreSQL.
+
 =item $t->redis(@args)
 
 Runs redis-cli against the suite's Redis; returns its output.
@@ -685,6 +692,26 @@ sub psql_async {
         chomp $out;
         return $out;
     });
+}
+
+sub hold_lock {
+    my ($self, $table, $seconds) = @_;
+
+    my $h = $self->psql_async(<<"SQL");
+BEGIN;
+LOCK TABLE $table IN ACCESS EXCLUSIVE MODE;
+SELECT pg_sleep($seconds);
+COMMIT;
+SQL
+
+    my $granted = "SELECT count(*) FROM pg_locks"
+                  . " WHERE relation = '$table'::regclass"
+                  . " AND mode = 'AccessExclusiveLock' AND granted";
+
+    $self->wait_until(sub { $self->psql($granted) > 0 }, 5)
+        or die "hold_lock: the lock on $table was not granted\n";
+
+    return $h;
 }
 
 sub redis {
