@@ -22,6 +22,7 @@ static void *ngx_platform_create_main_conf(ngx_conf_t *cf);
 static char *ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf);
 static char *ngx_platform_check_backends(ngx_conf_t *cf,
     ngx_platform_main_conf_t *pmcf);
+static void ngx_platform_free_pg_options(void *data);
 static void *ngx_platform_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -362,9 +363,9 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
 static char *
 ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 {
-    char              *err, *conninfo;
-    ngx_url_t          u;
-    PQconninfoOption  *options;
+    char                *err, *conninfo;
+    ngx_url_t            u;
+    ngx_pool_cleanup_t  *cln;
 
     if (pmcf->pg_conninfo.len) {
         conninfo = ngx_pnalloc(cf->pool, pmcf->pg_conninfo.len + 1);
@@ -375,10 +376,17 @@ ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
         (void) ngx_cpystrn((u_char *) conninfo, pmcf->pg_conninfo.data,
                            pmcf->pg_conninfo.len + 1);
 
-        err = NULL;
-        options = PQconninfoParse(conninfo, &err);
+        /* parsed once here; the workers build their connections from it */
 
-        if (options == NULL) {
+        cln = ngx_pool_cleanup_add(cf->pool, 0);
+        if (cln == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        err = NULL;
+        pmcf->pg_options = PQconninfoParse(conninfo, &err);
+
+        if (pmcf->pg_options == NULL) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid \"platform_pg\": %s",
                                err ? err : "out of memory");
@@ -389,7 +397,8 @@ ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
             return NGX_CONF_ERROR;
         }
 
-        PQconninfoFree(options);
+        cln->handler = ngx_platform_free_pg_options;
+        cln->data = pmcf->pg_options;
 
     } else if (pmcf->backends & NGX_PLATFORM_BACKEND_PG) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
@@ -460,6 +469,13 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->cache_time, prev->cache_time, 1000);
 
     return NGX_CONF_OK;
+}
+
+
+static void
+ngx_platform_free_pg_options(void *data)
+{
+    PQconninfoFree(data);
 }
 
 

@@ -19,6 +19,7 @@
 typedef struct ngx_platform_pg_pool_s   ngx_platform_pg_pool_t;
 typedef struct ngx_platform_redis_s     ngx_platform_redis_t;
 typedef struct ngx_platform_family_s    ngx_platform_family_t;
+typedef struct _PQconninfoOption        ngx_platform_pg_options_t;
 typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
 
 
@@ -66,6 +67,7 @@ typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
 typedef struct {
     /* PostgreSQL */
     ngx_str_t                  pg_conninfo;
+    ngx_platform_pg_options_t *pg_options;      /* pg_conninfo, parsed */
     ngx_uint_t                 pg_pool_size;
     ngx_uint_t                 pg_queue_size;
     ngx_msec_t                 pg_queue_timeout;

@@ -73,7 +73,6 @@ struct ngx_platform_pg_pool_s {
 
     const char                 **keywords;
     const char                 **values;
-    PQconninfoOption            *options;
 
     ngx_queue_t                  idle;       /* most recently used first */
     ngx_queue_t                  busy;
@@ -84,7 +83,6 @@ struct ngx_platform_pg_pool_s {
     ngx_msec_t                   backoff;
     ngx_msec_t                   retry_at;
     ngx_uint_t                   connected;
-
 };
 
 
@@ -1279,7 +1277,6 @@ ngx_int_t
 ngx_platform_pg_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
 {
-    char                    *err, *conninfo;
     u_char                  *p;
     ngx_uint_t               n, i, has_options, has_appname;
     PQconninfoOption        *opt, *options;
@@ -1287,36 +1284,15 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
 
     static u_char            statement_timeout[64];
 
-    if (pmcf->pg_conninfo.len == 0) {
-        return NGX_OK;
-    }
-
-    conninfo = ngx_alloc(pmcf->pg_conninfo.len + 1, cycle->log);
-    if (conninfo == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_memcpy(conninfo, pmcf->pg_conninfo.data, pmcf->pg_conninfo.len);
-    conninfo[pmcf->pg_conninfo.len] = '\0';
-
-    err = NULL;
-    options = PQconninfoParse(conninfo, &err);
-
-    ngx_free(conninfo);
+    /* parsed, and checked, when the configuration was read */
+    options = pmcf->pg_options;
 
     if (options == NULL) {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "platform: invalid \"platform_pg\": %s",
-                      err ? err : "out of memory");
-        if (err) {
-            PQfreemem(err);
-        }
-        return NGX_ERROR;
+        return NGX_OK;
     }
 
     pool = ngx_calloc(sizeof(ngx_platform_pg_pool_t), cycle->log);
     if (pool == NULL) {
-        PQconninfoFree(options);
         return NGX_ERROR;
     }
 
@@ -1373,7 +1349,6 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
         i++;
     }
 
-    pool->options = options;
     pool->conf = pmcf;
     pool->log = cycle->log;
 
@@ -1431,7 +1406,6 @@ ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
         ngx_platform_pg_close(pc);
     }
 
-    PQconninfoFree(pool->options);
     ngx_free(pool->keywords);
     ngx_free(pool->values);
     ngx_free(pool);
