@@ -62,6 +62,7 @@ static ngx_int_t ngx_platform_metrics(ngx_http_request_t *r,
 static ngx_int_t ngx_platform_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_platform_metrics_gauges(void);
+static void ngx_platform_metrics_gauges_timer(ngx_event_t *ev);
 
 
 static ngx_platform_route_t  ngx_platform_health_routes[] = {
@@ -359,7 +360,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
-/* the gauges of this worker, refreshed after each of its requests */
+/* the gauges of this worker: every second, and when it answers metrics */
 
 static void
 ngx_platform_metrics_gauges(void)
@@ -431,8 +432,6 @@ ngx_platform_metrics_log_handler(ngx_http_request_t *r)
 
     (void) ngx_atomic_fetch_add(&ngx_platform_shm->requests[f][s], 1);
 
-    ngx_platform_metrics_gauges();
-
     return NGX_OK;
 }
 
@@ -492,8 +491,33 @@ ngx_platform_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 }
 
 
+static void
+ngx_platform_metrics_gauges_timer(ngx_event_t *ev)
+{
+    ngx_platform_metrics_gauges();
+
+    if (!ngx_exiting) {
+        ngx_add_timer(ev, 1000);
+    }
+}
+
+
 void
 ngx_platform_metrics_init_process(void)
 {
+    static ngx_event_t  ev;
+
     ngx_platform_metrics_gauges();
+
+    if (ngx_platform_shm == NULL) {
+        return;
+    }
+
+    /* cancelable: it must not hold up a graceful exit */
+
+    ev.handler = ngx_platform_metrics_gauges_timer;
+    ev.log = ngx_cycle->log;
+    ev.cancelable = 1;
+
+    ngx_add_timer(&ev, 1000);
 }
