@@ -30,6 +30,8 @@ static char *ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
+    void *data);
 
 
 static ngx_conf_num_bounds_t  ngx_platform_pool_size_bounds = {
@@ -43,6 +45,13 @@ static ngx_conf_num_bounds_t  ngx_platform_queue_size_bounds = {
 static ngx_conf_num_bounds_t  ngx_platform_redis_db_bounds = {
     ngx_conf_check_num_bounds, 0, 65535
 };
+
+static ngx_conf_num_bounds_t  ngx_platform_auth_cache_size_bounds = {
+    ngx_conf_check_num_bounds, 1, 1048576
+};
+
+static ngx_conf_post_handler_pt  ngx_platform_jwt_leeway_post =
+    ngx_platform_jwt_leeway_check;
 
 
 static ngx_command_t  ngx_platform_commands[] = {
@@ -173,6 +182,83 @@ static ngx_command_t  ngx_platform_commands[] = {
       0,
       &ngx_platform_metrics_family },
 
+    { ngx_string("platform_persons"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_platform_family,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      &ngx_platform_persons_family },
+
+    { ngx_string("platform_auth"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_platform_auth_policy,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_auth_cache_size"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, auth_cache_size),
+      &ngx_platform_auth_cache_size_bounds },
+
+    { ngx_string("platform_jwt_key"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
+      ngx_platform_jwt_key,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_jwt_jwks"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_platform_jwt_jwks,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_jwt_issuer"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, jwt_issuer),
+      NULL },
+
+    { ngx_string("platform_jwt_audience"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, jwt_audience),
+      NULL },
+
+    { ngx_string("platform_jwt_leeway"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, jwt_leeway),
+      &ngx_platform_jwt_leeway_post },
+
+    { ngx_string("platform_jwt_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, jwt_cache),
+      NULL },
+
+    { ngx_string("platform_apikey_cache_time"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, apikey_cache_time),
+      NULL },
+
+    { ngx_string("platform_apikey_scope"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_conf_set_str_array_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, apikey_scopes),
+      NULL },
+
     { ngx_string("platform_otp_attempts"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
       ngx_platform_otp_attempts,
@@ -278,6 +364,10 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    if (ngx_platform_auth_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     ngx_platform_metrics_init_process();
 
     return NGX_OK;
@@ -296,6 +386,7 @@ ngx_platform_exit_process(ngx_cycle_t *cycle)
 
     ngx_platform_redis_exit_process(cycle, pmcf);
     ngx_platform_pg_exit_process(cycle, pmcf);
+    ngx_platform_auth_exit_process(cycle);
 }
 
 
@@ -329,6 +420,7 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->redis_db = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
+    pmcf->auth_cache_size = NGX_CONF_UNSET_UINT;
 
     return pmcf;
 }
@@ -349,6 +441,7 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
+    ngx_conf_init_uint_value(pmcf->auth_cache_size, 1024);
 
     if (pmcf->redis_addr.data == NULL) {
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");
@@ -444,12 +537,20 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
      * set by ngx_pcalloc():
      *
      *     plcf->family = NULL;
+     *     plcf->jwt_issuer = { 0, NULL };
+     *     plcf->jwt_audience = { 0, NULL };
      */
 
     plcf->otp_max_attempts = NGX_CONF_UNSET_UINT;
     plcf->otp_attempts_window = NGX_CONF_UNSET;
     plcf->cache_max_age = NGX_CONF_UNSET;
     plcf->cache_time = NGX_CONF_UNSET_MSEC;
+    plcf->auth = NGX_CONF_UNSET_UINT;
+    plcf->jwt = NGX_CONF_UNSET_PTR;
+    plcf->jwt_leeway = NGX_CONF_UNSET;
+    plcf->jwt_cache = NGX_CONF_UNSET;
+    plcf->apikey_cache_time = NGX_CONF_UNSET_MSEC;
+    plcf->apikey_scopes = NGX_CONF_UNSET_PTR;
 
     return plcf;
 }
@@ -468,7 +569,7 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);
     ngx_conf_merge_msec_value(conf->cache_time, prev->cache_time, 1000);
 
-    return NGX_CONF_OK;
+    return ngx_platform_auth_merge(cf, prev, conf);
 }
 
 
@@ -537,6 +638,21 @@ ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid attempts window \"%V\"", &value[2]);
         return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_jwt_leeway: decisions.md allows at most a minute */
+
+static char *
+ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post, void *data)
+{
+    time_t  *leeway = data;
+
+    if (*leeway > 60) {
+        return "must be at most 60s";
     }
 
     return NGX_CONF_OK;

@@ -21,6 +21,7 @@ typedef struct ngx_platform_redis_s     ngx_platform_redis_t;
 typedef struct ngx_platform_family_s    ngx_platform_family_t;
 typedef struct _PQconninfoOption        ngx_platform_pg_options_t;
 typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
+typedef struct ngx_platform_jwt_conf_s  ngx_platform_jwt_conf_t;
 
 
 /* envelope of a family, decisions.md section 1 */
@@ -45,6 +46,19 @@ typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
 
 
 #define NGX_PLATFORM_MAX_PARAMS      4
+
+
+/* credentials a route requires, decisions.md section 2 (platform_auth) */
+#define NGX_PLATFORM_AUTH_NONE       0x00
+#define NGX_PLATFORM_AUTH_BEARER     0x01
+#define NGX_PLATFORM_AUTH_APIKEY     0x02
+#define NGX_PLATFORM_AUTH_TENANT     0x04   /* the family's tenancy headers */
+
+
+/* tenancy headers of a family */
+#define NGX_PLATFORM_HEADER_TENANT   0x01   /* tenantId */
+#define NGX_PLATFORM_HEADER_COUNTRY  0x02   /* countryCode */
+#define NGX_PLATFORM_HEADER_USER     0x04   /* userId */
 
 
 /* counters of the metrics zone */
@@ -86,6 +100,9 @@ typedef struct {
     /* NGX_PLATFORM_BACKEND_* of the families configured */
     ngx_uint_t                 backends;
 
+    /* entries of each per-worker authentication cache */
+    ngx_uint_t                 auth_cache_size;
+
     /* per-worker runtime state, created in init_process */
     ngx_platform_pg_pool_t    *pg;
     ngx_platform_redis_t      *redis;
@@ -104,6 +121,20 @@ typedef struct {
 
     /* how long a worker reuses a cacheable read before reading again */
     ngx_msec_t                 cache_time;
+
+    /* platform_auth: NGX_PLATFORM_AUTH_*, unset: each route's default */
+    ngx_uint_t                 auth;
+
+    /* bearer tokens: key(s), issuer, audience, leeway */
+    ngx_platform_jwt_conf_t   *jwt;
+    ngx_str_t                  jwt_issuer;
+    ngx_str_t                  jwt_audience;
+    time_t                     jwt_leeway;
+    ngx_flag_t                 jwt_cache;
+
+    /* API keys: how long a worker trusts a lookup; scopes accepted */
+    ngx_msec_t                 apikey_cache_time;
+    ngx_array_t               *apikey_scopes;    /* of ngx_str_t */
 } ngx_platform_loc_conf_t;
 
 
@@ -120,6 +151,7 @@ typedef ngx_int_t (*ngx_platform_route_pt)(ngx_http_request_t *r,
 
 typedef struct {
     ngx_uint_t                 method;    /* NGX_HTTP_GET, ... */
+
     /*
      * Path pattern matched segment by segment: literal segments, "{}" for
      * a captured segment (ctx->params), "v{}" for the API version segment
@@ -127,6 +159,10 @@ typedef struct {
      * every path of the location.
      */
     char                      *pattern;
+
+    /* NGX_PLATFORM_AUTH_* required unless platform_auth says otherwise */
+    ngx_uint_t                 auth;
+
     ngx_platform_route_pt      handler;
 } ngx_platform_route_t;
 
@@ -135,8 +171,27 @@ struct ngx_platform_family_s {
     ngx_str_t                  name;
     ngx_uint_t                 envelope;
     ngx_uint_t                 backends;  /* NGX_PLATFORM_BACKEND_* */
+    ngx_uint_t                 headers;   /* NGX_PLATFORM_HEADER_* */
     ngx_platform_route_t      *routes;    /* terminated by a NULL pattern */
 };
+
+
+/*
+ * Who is calling, established before a route handler runs. tenant is the
+ * token's tenantId claim, else the API key's tenant, else the tenantId
+ * header; a header that contradicts a credential was refused with 403.
+ */
+typedef struct {
+    ngx_str_t                  tenant;
+    ngx_str_t                  country;    /* countryCode header */
+    ngx_str_t                  user;       /* userId header */
+    ngx_str_t                  subject;    /* sub claim */
+    ngx_str_t                  merchant;   /* merchantId claim */
+    ngx_str_t                  key_id;     /* API key id */
+    ngx_str_t                  key_scope;
+    unsigned                   bearer:1;   /* a token was verified */
+    unsigned                   apikey:1;   /* an API key was verified */
+} ngx_platform_identity_t;
 
 
 struct ngx_platform_ctx_s {
@@ -153,6 +208,11 @@ struct ngx_platform_ctx_s {
 
     /* Allow header of a known path asked with another method */
     ngx_str_t                  allow;
+
+    ngx_platform_identity_t    identity;
+
+    /* WWW-Authenticate of a 401 */
+    ngx_str_t                  challenge;
 
     /* recorded by ngx_platform_fail() for the error response */
     ngx_uint_t                 error_status;
@@ -174,6 +234,7 @@ extern ngx_platform_family_t  ngx_platform_products_family;
 extern ngx_platform_family_t  ngx_platform_tms_family;
 extern ngx_platform_family_t  ngx_platform_health_family;
 extern ngx_platform_family_t  ngx_platform_metrics_family;
+extern ngx_platform_family_t  ngx_platform_persons_family;
 
 
 /* ngx_platform_http.c: request entry, routing, body, completion */
@@ -186,6 +247,12 @@ ngx_platform_ctx_t *ngx_platform_get_ctx(ngx_http_request_t *r);
  * send function returned, or a bare HTTP error status.
  */
 void ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc);
+
+/*
+ * Resumes a request that authentication left with NGX_DONE: on NGX_OK
+ * reads the body and runs the route, else ends the request with rc.
+ */
+void ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc);
 
 /*
  * Records the message and detail of an error and returns status, for
@@ -208,6 +275,13 @@ ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
  */
 ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
+
+/*
+ * The caller's tenant (ctx->identity.tenant): NGX_OK, else 400 naming
+ * the tenantId header (recorded: return it).
+ */
+ngx_int_t ngx_platform_require_tenant(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
 
 ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
 ngx_str_t *ngx_platform_client_addr(ngx_http_request_t *r);
@@ -260,6 +334,28 @@ ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 
 ngx_int_t ngx_platform_add_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
+
+
+/* ngx_platform_auth.c: bearer tokens, API keys, tenancy headers */
+
+/*
+ * Establishes ctx->identity as the route and platform_auth require:
+ * NGX_OK, a bare 400/401/403 (recorded; 401 sets ctx->challenge), 5xx,
+ * or NGX_DONE when an API key is looked up; the lookup's completion then
+ * calls ngx_platform_continue().
+ */
+ngx_int_t ngx_platform_authenticate(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
+char *ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
+    ngx_platform_loc_conf_t *conf);
+ngx_int_t ngx_platform_auth_init_process(ngx_cycle_t *cycle);
+void ngx_platform_auth_exit_process(ngx_cycle_t *cycle);
+
+char *ngx_platform_auth_policy(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 
 /* ngx_platform_status.c: metrics zone and counters */

@@ -33,6 +33,8 @@ static ngx_int_t ngx_platform_check_content_type(ngx_http_request_t *r);
 static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_proceed(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_run(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc);
@@ -58,11 +60,59 @@ ngx_platform_handler(ngx_http_request_t *r)
     }
 
     rc = ngx_platform_route(r, ctx);
+
+    if (rc == NGX_OK) {
+        rc = ngx_platform_authenticate(r, ctx);
+    }
+
+    if (rc == NGX_DONE) {
+        /* an API key is looked up; ngx_platform_continue() follows */
+        r->read_event_handler = ngx_platform_check_broken_connection;
+        return NGX_DONE;
+    }
+
     if (rc != NGX_OK) {
         /* a body left unread would be taken for the next request */
         (void) ngx_http_discard_request_body(r);
         return ngx_platform_settle(r, rc);
     }
+
+    return ngx_platform_proceed(r, ctx);
+}
+
+
+void
+ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    r->read_event_handler = ngx_http_block_reading;
+
+    if (rc != NGX_OK) {
+        (void) ngx_http_discard_request_body(r);
+        ngx_http_finalize_request(r, ngx_platform_settle(r, rc));
+        return;
+    }
+
+    rc = ngx_platform_proceed(r, ctx);
+
+    /*
+     * NGX_DONE: the body reader or a backend took a count of its own;
+     * the lookup's count is dropped either way
+     */
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/* an authenticated request: its body, if any, then its route */
+
+static ngx_int_t
+ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t  rc;
 
     if (!(r->method & (NGX_HTTP_POST|NGX_HTTP_PUT|NGX_HTTP_PATCH))) {
         rc = ngx_http_discard_request_body(r);

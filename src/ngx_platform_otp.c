@@ -71,9 +71,10 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
 
 static ngx_platform_route_t  ngx_platform_otp_routes[] = {
 
-    { NGX_HTTP_GET, "/validate-otp/{}", ngx_platform_otp_validate },
+    { NGX_HTTP_GET, "/validate-otp/{}", NGX_PLATFORM_AUTH_TENANT,
+      ngx_platform_otp_validate },
 
-    { 0, NULL, NULL }
+    { 0, NULL, 0, NULL }
 };
 
 
@@ -81,6 +82,7 @@ ngx_platform_family_t  ngx_platform_otp_family = {
     ngx_string("otp"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_REDIS,
+    NGX_PLATFORM_HEADER_TENANT|NGX_PLATFORM_HEADER_COUNTRY,
     ngx_platform_otp_routes
 };
 
@@ -99,10 +101,12 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     const char               *argv[5];
     ngx_platform_loc_conf_t  *plcf;
 
-    rc = ngx_platform_require_header(r, "tenantId", &tenant);
+    rc = ngx_platform_require_tenant(r, ctx);
     if (rc != NGX_OK) {
         return rc;
     }
+
+    tenant = ctx->identity.tenant;
 
     rc = ngx_platform_require_header(r, "countryCode", &country);
     if (rc != NGX_OK) {

@@ -42,9 +42,9 @@ static ngx_platform_products_cache_t  ngx_platform_products_cache;
 static ngx_platform_route_t  ngx_platform_products_routes[] = {
 
     { NGX_HTTP_GET, "/api/v1/products/classifications",
-      ngx_platform_products_classifications },
+      NGX_PLATFORM_AUTH_NONE, ngx_platform_products_classifications },
 
-    { 0, NULL, NULL }
+    { 0, NULL, 0, NULL }
 };
 
 
@@ -52,6 +52,7 @@ ngx_platform_family_t  ngx_platform_products_family = {
     ngx_string("products"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_PG,
+    0,
     ngx_platform_products_routes
 };
 

@@ -66,14 +66,14 @@ static void ngx_platform_metrics_gauges_timer(ngx_event_t *ev);
 
 
 static ngx_platform_route_t  ngx_platform_health_routes[] = {
-    { NGX_HTTP_GET, "*", ngx_platform_health },
-    { 0, NULL, NULL }
+    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, ngx_platform_health },
+    { 0, NULL, 0, NULL }
 };
 
 
 static ngx_platform_route_t  ngx_platform_metrics_routes[] = {
-    { NGX_HTTP_GET, "*", ngx_platform_metrics },
-    { 0, NULL, NULL }
+    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, ngx_platform_metrics },
+    { 0, NULL, 0, NULL }
 };
 
 
@@ -81,6 +81,7 @@ ngx_platform_family_t  ngx_platform_health_family = {
     ngx_string("health"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
+    0,
     ngx_platform_health_routes
 };
 
@@ -88,6 +89,7 @@ ngx_platform_family_t  ngx_platform_health_family = {
 ngx_platform_family_t  ngx_platform_metrics_family = {
     ngx_string("metrics"),
     NGX_PLATFORM_ENVELOPE_B,
+    0,
     0,
     ngx_platform_metrics_routes
 };

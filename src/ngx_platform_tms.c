@@ -15,8 +15,6 @@
 #include "ngx_platform_pg.h"
 
 
-static ngx_int_t ngx_platform_tms_tenancy(ngx_http_request_t *r,
-    ngx_str_t *tenant, ngx_str_t *country);
 static ngx_int_t ngx_platform_tms_delivery_order(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_tms_delivery_order_done(ngx_http_request_t *r,
@@ -25,10 +23,10 @@ static void ngx_platform_tms_delivery_order_done(ngx_http_request_t *r,
 
 static ngx_platform_route_t  ngx_platform_tms_routes[] = {
 
-    { NGX_HTTP_GET, "/tms/delivery-orders/{}",
+    { NGX_HTTP_GET, "/tms/delivery-orders/{}", NGX_PLATFORM_AUTH_TENANT,
       ngx_platform_tms_delivery_order },
 
-    { 0, NULL, NULL }
+    { 0, NULL, 0, NULL }
 };
 
 
@@ -36,6 +34,7 @@ ngx_platform_family_t  ngx_platform_tms_family = {
     ngx_string("tms"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_PG,
+    NGX_PLATFORM_HEADER_TENANT|NGX_PLATFORM_HEADER_COUNTRY,
     ngx_platform_tms_routes
 };
 
@@ -70,31 +69,23 @@ static ngx_platform_pg_stmt_t  ngx_platform_tms_delivery_order_stmt = {
 
 
 static ngx_int_t
-ngx_platform_tms_tenancy(ngx_http_request_t *r, ngx_str_t *tenant,
-    ngx_str_t *country)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_platform_require_header(r, "tenantId", tenant);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    return ngx_platform_require_header(r, "countryCode", country);
-}
-
-
-static ngx_int_t
 ngx_platform_tms_delivery_order(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx)
 {
     ngx_int_t  rc;
     ngx_str_t  params[3];
 
-    rc = ngx_platform_tms_tenancy(r, &params[1], &params[2]);
+    rc = ngx_platform_require_tenant(r, ctx);
     if (rc != NGX_OK) {
         return rc;
     }
+
+    rc = ngx_platform_require_header(r, "countryCode", &params[2]);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    params[1] = ctx->identity.tenant;
 
     params[0] = ctx->params[0];
 

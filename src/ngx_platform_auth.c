@@ -1,0 +1,1021 @@
+
+/*
+ * ngx_platform: who is calling (decisions.md section 2).
+ *
+ * Each route names the credentials it requires by default; platform_auth
+ * replaces that for every route of a location. A request is authenticated
+ * after routing and before its body is read:
+ *
+ *   bearer   a JWT in "Authorization: Bearer", checked by
+ *            ngx_platform_jwt.c; remembered per worker until it expires
+ *   apikey   the "apiKey" header, looked up by its id in PostgreSQL and
+ *            compared by SHA-256 digest in constant time; the outcome is
+ *            remembered per worker for platform_apikey_cache_time
+ *   tenant   the family's tenancy headers (tenantId, countryCode, userId)
+ *
+ * The caller's tenant is the token's, else the key's, else the tenantId
+ * header's; a tenantId header that contradicts a credential is 403.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_jwt.h"
+#include "ngx_platform_pg.h"
+
+
+#define NGX_PLATFORM_AUTH_DIGEST_LEN  32      /* SHA-256 */
+
+/* plk_<16 hex id>.<43 base64url secret> */
+#define NGX_PLATFORM_APIKEY_PREFIX    "plk_"
+#define NGX_PLATFORM_APIKEY_ID_LEN    16
+#define NGX_PLATFORM_APIKEY_LEN       64
+
+
+/*
+ * A per-worker LRU cache of authentication outcomes, keyed by the SHA-256
+ * digest of the credential presented. Entries are allocated from the heap:
+ * they outlive requests and configuration cycles of nothing but this
+ * worker.
+ */
+
+typedef struct {
+    ngx_rbtree_t                rbtree;
+    ngx_rbtree_node_t           sentinel;
+    ngx_queue_t                 lru;
+    ngx_uint_t                  n;
+    ngx_uint_t                  max;
+} ngx_platform_auth_cache_t;
+
+
+/* the values an entry keeps */
+#define NGX_PLATFORM_AUTH_V_TENANT    0   /* tenantId claim; key's tenant */
+#define NGX_PLATFORM_AUTH_V_SUBJECT   1   /* sub claim; key's id */
+#define NGX_PLATFORM_AUTH_V_MERCHANT  2   /* merchantId claim; key's scope */
+#define NGX_PLATFORM_AUTH_VALUES      3
+
+
+typedef struct {
+    ngx_rbtree_node_t           node;
+    ngx_queue_t                 queue;
+
+    /* tokens: the location conf whose keys and rules checked the token */
+    void                       *owner;
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+
+    time_t                      expires;    /* tokens: exp plus leeway */
+    ngx_msec_t                  fetched;    /* keys: when looked up */
+    ngx_uint_t                  valid;      /* keys: known, not revoked */
+
+    ngx_str_t                   values[NGX_PLATFORM_AUTH_VALUES];
+} ngx_platform_auth_entry_t;
+
+
+static ngx_int_t ngx_platform_auth_bearer(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
+static ngx_int_t ngx_platform_auth_invalid_token(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, const char *reason);
+static ngx_int_t ngx_platform_auth_apikey(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
+static ngx_int_t ngx_platform_auth_apikey_digest(ngx_http_request_t *r,
+    ngx_str_t *key, u_char *digest);
+static void ngx_platform_auth_apikey_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+static ngx_int_t ngx_platform_auth_apikey_use(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf,
+    ngx_uint_t valid, ngx_str_t *values);
+static ngx_int_t ngx_platform_auth_tenancy(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_uint_t policy);
+static ngx_uint_t ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
+    ngx_platform_route_t *route);
+static ngx_int_t ngx_platform_auth_unauthorized(ngx_http_request_t *r,
+    const char *message, const char *detail);
+static ngx_int_t ngx_platform_auth_digest(ngx_str_t *data, u_char *digest);
+
+static void ngx_platform_auth_cache_init(ngx_platform_auth_cache_t *cache,
+    ngx_uint_t max);
+static ngx_platform_auth_entry_t *ngx_platform_auth_cache_find(
+    ngx_platform_auth_cache_t *cache, void *owner, u_char *digest);
+static ngx_platform_auth_entry_t *ngx_platform_auth_cache_add(
+    ngx_platform_auth_cache_t *cache, void *owner, u_char *digest,
+    ngx_str_t *values);
+static void ngx_platform_auth_cache_delete(ngx_platform_auth_cache_t *cache,
+    ngx_platform_auth_entry_t *e);
+static void ngx_platform_auth_cache_free(ngx_platform_auth_cache_t *cache);
+static void ngx_platform_auth_rbtree_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+
+
+static ngx_platform_pg_stmt_t  ngx_platform_auth_apikey_stmt = {
+    "platform_auth_apikey",
+
+    "SELECT tenant_id, scope, encode(key_digest, 'hex'),"
+    " revoked_at IS NOT NULL"
+    " FROM api_keys WHERE id = $1",
+
+    1
+};
+
+
+static ngx_platform_auth_cache_t  ngx_platform_auth_tokens;
+static ngx_platform_auth_cache_t  ngx_platform_auth_keys;
+static ngx_uint_t                 ngx_platform_auth_ready;
+
+
+ngx_int_t
+ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                policy;
+    ngx_platform_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    policy = ngx_platform_auth_policy_of(plcf, ctx->route);
+
+    if (policy & NGX_PLATFORM_AUTH_BEARER) {
+        rc = ngx_platform_auth_bearer(r, ctx, plcf);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if (policy & NGX_PLATFORM_AUTH_APIKEY) {
+        rc = ngx_platform_auth_apikey(r, ctx, plcf);
+        if (rc != NGX_OK) {
+            return rc;   /* NGX_DONE: looked up in PostgreSQL */
+        }
+    }
+
+    return ngx_platform_auth_tenancy(r, ctx, policy);
+}
+
+
+static ngx_uint_t
+ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
+    ngx_platform_route_t *route)
+{
+    if (plcf->auth != NGX_CONF_UNSET_UINT) {
+        return plcf->auth;
+    }
+
+    return route->auth;
+}
+
+
+/* bearer tokens */
+
+static ngx_int_t
+ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_platform_loc_conf_t *plcf)
+{
+    u_char                     *p, *end;
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    ngx_str_t                   token, values[NGX_PLATFORM_AUTH_VALUES];
+    const char                 *reason;
+    ngx_table_elt_t            *h;
+    ngx_platform_jwt_claims_t   claims;
+    ngx_platform_auth_entry_t  *e;
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL || h->value.len < sizeof("Bearer ") - 1
+        || ngx_strncasecmp(h->value.data, (u_char *) "Bearer ",
+                           sizeof("Bearer ") - 1)
+           != 0)
+    {
+        return ngx_platform_auth_unauthorized(r, "Authentication required.",
+                                              "A bearer token is required.");
+    }
+
+    p = h->value.data + sizeof("Bearer ") - 1;
+    end = h->value.data + h->value.len;
+
+    while (p < end && *p == ' ') {
+        p++;
+    }
+
+    while (end > p && end[-1] == ' ') {
+        end--;
+    }
+
+    if (p == end) {
+        return ngx_platform_auth_unauthorized(r, "Authentication required.",
+                                              "A bearer token is required.");
+    }
+
+    token.data = p;
+    token.len = end - p;
+
+    if (token.len > NGX_PLATFORM_JWT_MAX_SIZE) {
+        return ngx_platform_auth_invalid_token(r, ctx,
+                                               "The token is too large.");
+    }
+
+    e = NULL;
+
+    if (plcf->jwt_cache && ngx_platform_auth_ready) {
+
+        if (ngx_platform_auth_digest(&token, digest) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        e = ngx_platform_auth_cache_find(&ngx_platform_auth_tokens, plcf,
+                                         digest);
+
+        if (e && ngx_time() >= e->expires) {
+            ngx_platform_auth_cache_delete(&ngx_platform_auth_tokens, e);
+            return ngx_platform_auth_invalid_token(r, ctx,
+                                                   "The token has expired.");
+        }
+    }
+
+    if (e) {
+        ctx->identity.tenant = e->values[NGX_PLATFORM_AUTH_V_TENANT];
+        ctx->identity.subject = e->values[NGX_PLATFORM_AUTH_V_SUBJECT];
+        ctx->identity.merchant = e->values[NGX_PLATFORM_AUTH_V_MERCHANT];
+        ctx->identity.bearer = 1;
+
+        return NGX_OK;
+    }
+
+    reason = ngx_platform_jwt_verify(r, plcf, &token, &claims);
+    if (reason) {
+        return ngx_platform_auth_invalid_token(r, ctx, reason);
+    }
+
+    ctx->identity.tenant = claims.tenant;
+    ctx->identity.subject = claims.subject;
+    ctx->identity.merchant = claims.merchant;
+    ctx->identity.bearer = 1;
+
+    if (plcf->jwt_cache && ngx_platform_auth_ready) {
+        values[NGX_PLATFORM_AUTH_V_TENANT] = claims.tenant;
+        values[NGX_PLATFORM_AUTH_V_SUBJECT] = claims.subject;
+        values[NGX_PLATFORM_AUTH_V_MERCHANT] = claims.merchant;
+
+        e = ngx_platform_auth_cache_add(&ngx_platform_auth_tokens, plcf,
+                                        digest, values);
+        if (e) {
+            e->expires = claims.expires;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_auth_invalid_token(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, const char *reason)
+{
+    u_char  *p;
+    size_t   len;
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "platform: bearer token refused: %s", reason);
+
+    /* RFC 6750 section 3 */
+
+    len = sizeof("Bearer error=\"invalid_token\", error_description=\"\"") - 1
+          + ngx_strlen(reason);
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->challenge.data = p;
+    ctx->challenge.len = ngx_sprintf(p, "Bearer error=\"invalid_token\", "
+                                     "error_description=\"%s\"", reason)
+                         - p;
+
+    return ngx_platform_fail(r, NGX_HTTP_UNAUTHORIZED, "Invalid token.",
+                             reason);
+}
+
+
+/* API keys */
+
+static ngx_int_t
+ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_platform_loc_conf_t *plcf)
+{
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    ngx_int_t                   rc;
+    ngx_str_t                   id;
+    ngx_table_elt_t            *h;
+    ngx_platform_auth_entry_t  *e;
+
+    h = ngx_platform_header(r, "apiKey");
+
+    if (h == NULL || h->value.len == 0) {
+        return ngx_platform_auth_unauthorized(r, "Authentication required.",
+                                              "An API key is required.");
+    }
+
+    rc = ngx_platform_auth_apikey_digest(r, &h->value, digest);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_platform_auth_ready) {
+        e = ngx_platform_auth_cache_find(&ngx_platform_auth_keys, NULL,
+                                         digest);
+
+        if (e && ngx_current_msec - e->fetched < plcf->apikey_cache_time) {
+            return ngx_platform_auth_apikey_use(r, ctx, plcf, e->valid,
+                                                e->values);
+        }
+    }
+
+    id.data = h->value.data + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
+    id.len = NGX_PLATFORM_APIKEY_ID_LEN;
+
+    rc = ngx_platform_pg_query(r, &ngx_platform_auth_apikey_stmt, &id,
+                               ngx_platform_auth_apikey_done);
+
+    if (rc == NGX_DONE) {
+        return NGX_DONE;
+    }
+
+    return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                             "Service temporarily unavailable.",
+                             "A backend is unavailable; retry shortly.");
+}
+
+
+/* a key of the right form gets its digest; any other is refused at once */
+
+static ngx_int_t
+ngx_platform_auth_apikey_digest(ngx_http_request_t *r, ngx_str_t *key,
+    u_char *digest)
+{
+    u_char      c;
+    size_t      i, start;
+    ngx_uint_t  ok;
+
+    ok = key->len == NGX_PLATFORM_APIKEY_LEN
+         && ngx_strncmp(key->data, NGX_PLATFORM_APIKEY_PREFIX,
+                        sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1)
+            == 0;
+
+    start = sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
+
+    for (i = start; ok && i < key->len; i++) {
+        c = key->data[i];
+
+        if (i < start + NGX_PLATFORM_APIKEY_ID_LEN) {
+            ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+
+        } else if (i == start + NGX_PLATFORM_APIKEY_ID_LEN) {
+            ok = (c == '.');
+
+        } else {
+            ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+                 || (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+        }
+    }
+
+    if (!ok) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "platform: API key refused: malformed");
+
+        return ngx_platform_auth_unauthorized(r, "Invalid API key.",
+                                              "The API key is not valid.");
+    }
+
+    if (ngx_platform_auth_digest(key, digest) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc)
+{
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                      stored[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                     *hex;
+    ngx_str_t                   values[NGX_PLATFORM_AUTH_VALUES];
+    ngx_uint_t                  valid, i;
+    ngx_table_elt_t            *h;
+    ngx_platform_ctx_t         *ctx;
+    ngx_platform_loc_conf_t    *plcf;
+    ngx_platform_auth_entry_t  *e;
+
+    if (rc != NGX_OK) {
+        ngx_platform_continue(r, ngx_platform_fail(r,
+                                  NGX_HTTP_SERVICE_UNAVAILABLE,
+                                  "Service temporarily unavailable.",
+                                  rc == NGX_PLATFORM_TIMEOUT
+                                  ? "A backend did not answer in time; "
+                                    "retry shortly."
+                                  : "A backend is unavailable; retry "
+                                    "shortly."));
+        return;
+    }
+
+    ctx = ngx_platform_get_ctx(r);
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    h = ngx_platform_header(r, "apiKey");
+
+    if (h == NULL
+        || ngx_platform_auth_digest(&h->value, digest) != NGX_OK)
+    {
+        ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ngx_memzero(values, sizeof(values));
+    valid = 0;
+
+    if (PQntuples(res) == 1 && PQgetlength(res, 0, 2) == 64) {
+
+        hex = (u_char *) PQgetvalue(res, 0, 2);
+
+        for (i = 0; i < NGX_PLATFORM_AUTH_DIGEST_LEN; i++) {
+            stored[i] = (u_char) ngx_hextoi(&hex[2 * i], 2);
+        }
+
+        valid = CRYPTO_memcmp(digest, stored, NGX_PLATFORM_AUTH_DIGEST_LEN)
+                == 0
+                && PQgetvalue(res, 0, 3)[0] == 'f';
+
+        values[NGX_PLATFORM_AUTH_V_TENANT].data =
+                                          (u_char *) PQgetvalue(res, 0, 0);
+        values[NGX_PLATFORM_AUTH_V_TENANT].len = PQgetlength(res, 0, 0);
+
+        values[NGX_PLATFORM_AUTH_V_SUBJECT].data = h->value.data
+                                 + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
+        values[NGX_PLATFORM_AUTH_V_SUBJECT].len = NGX_PLATFORM_APIKEY_ID_LEN;
+
+        values[NGX_PLATFORM_AUTH_V_MERCHANT].data =
+                                          (u_char *) PQgetvalue(res, 0, 1);
+        values[NGX_PLATFORM_AUTH_V_MERCHANT].len = PQgetlength(res, 0, 1);
+
+        if (!valid) {
+            ngx_memzero(values, sizeof(values));
+        }
+    }
+
+    if (ngx_platform_auth_ready && plcf->apikey_cache_time) {
+        e = ngx_platform_auth_cache_find(&ngx_platform_auth_keys, NULL,
+                                         digest);
+        if (e) {
+            ngx_platform_auth_cache_delete(&ngx_platform_auth_keys, e);
+        }
+
+        e = ngx_platform_auth_cache_add(&ngx_platform_auth_keys, NULL, digest,
+                                        values);
+        if (e) {
+            e->fetched = ngx_current_msec;
+            e->valid = valid;
+
+            /* the result is freed after this handler: use the copies */
+            ngx_memcpy(values, e->values, sizeof(values));
+        }
+    }
+
+    /* PQgetvalue() strings die with res: the identity needs its own */
+
+    for (i = 0; i < NGX_PLATFORM_AUTH_VALUES; i++) {
+        if (values[i].len == 0) {
+            continue;
+        }
+
+        hex = ngx_pnalloc(r->pool, values[i].len);
+        if (hex == NULL) {
+            ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+
+        ngx_memcpy(hex, values[i].data, values[i].len);
+        values[i].data = hex;
+    }
+
+    rc = ngx_platform_auth_apikey_use(r, ctx, plcf, valid, values);
+
+    if (rc == NGX_OK) {
+        rc = ngx_platform_auth_tenancy(r, ctx,
+                                ngx_platform_auth_policy_of(plcf, ctx->route));
+    }
+
+    ngx_platform_continue(r, rc);
+}
+
+
+static ngx_int_t
+ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_platform_loc_conf_t *plcf, ngx_uint_t valid, ngx_str_t *values)
+{
+    ngx_str_t   *tenant, *scope, *s;
+    ngx_uint_t   i;
+
+    if (!valid) {
+        /* unknown, revoked or a wrong secret: one answer for all */
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "platform: API key refused: unknown or revoked");
+
+        return ngx_platform_auth_unauthorized(r, "Invalid API key.",
+                                              "The API key is not valid.");
+    }
+
+    tenant = &values[NGX_PLATFORM_AUTH_V_TENANT];
+    scope = &values[NGX_PLATFORM_AUTH_V_MERCHANT];
+
+    if (plcf->apikey_scopes) {
+        s = plcf->apikey_scopes->elts;
+
+        for (i = 0; i < plcf->apikey_scopes->nelts; i++) {
+            if (s[i].len == scope->len
+                && ngx_strncmp(s[i].data, scope->data, scope->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (i == plcf->apikey_scopes->nelts) {
+            return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
+                                "The API key is not valid for this endpoint.");
+        }
+    }
+
+    if (ctx->identity.bearer
+        && (ctx->identity.tenant.len != tenant->len
+            || ngx_strncmp(ctx->identity.tenant.data, tenant->data,
+                           tenant->len)
+               != 0))
+    {
+        return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
+                       "The API key and the token belong to other tenants.");
+    }
+
+    if (!ctx->identity.bearer) {
+        ctx->identity.tenant = *tenant;
+    }
+
+    ctx->identity.key_id = values[NGX_PLATFORM_AUTH_V_SUBJECT];
+    ctx->identity.key_scope = *scope;
+    ctx->identity.apikey = 1;
+
+    return NGX_OK;
+}
+
+
+/* tenancy headers: required by the policy, checked against credentials */
+
+static ngx_int_t
+ngx_platform_auth_tenancy(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_uint_t policy)
+{
+    ngx_int_t                 rc;
+    ngx_str_t                 tenant;
+    ngx_uint_t                headers;
+    ngx_table_elt_t          *h;
+    ngx_platform_identity_t  *id;
+
+    id = &ctx->identity;
+    headers = ctx->family->headers;
+
+    if (!(policy & NGX_PLATFORM_AUTH_TENANT)) {
+        headers = 0;
+    }
+
+    if (headers & NGX_PLATFORM_HEADER_TENANT) {
+        rc = ngx_platform_require_header(r, "tenantId", &tenant);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        h = NULL;
+
+    } else {
+        h = ngx_platform_header(r, "tenantId");
+
+        if (h == NULL) {
+            ngx_str_null(&tenant);
+
+        } else {
+            tenant = h->value;
+        }
+    }
+
+    if (id->bearer || id->apikey) {
+        if (tenant.data
+            && (tenant.len != id->tenant.len
+                || ngx_strncmp(tenant.data, id->tenant.data, tenant.len)
+                   != 0))
+        {
+            return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
+                        "The tenantId header does not match the credentials.");
+        }
+
+    } else if (tenant.data
+               && (h == NULL
+                   || ngx_platform_jwt_name_valid(tenant.data, tenant.len)))
+    {
+        /* no credential: the header names the tenant */
+        id->tenant = tenant;
+    }
+
+    if (headers & NGX_PLATFORM_HEADER_COUNTRY) {
+        rc = ngx_platform_require_header(r, "countryCode", &id->country);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if (headers & NGX_PLATFORM_HEADER_USER) {
+        rc = ngx_platform_require_header(r, "userId", &id->user);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_platform_require_tenant(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    if (ctx->identity.tenant.len) {
+        return NGX_OK;
+    }
+
+    return ngx_platform_require_header(r, "tenantId", &ctx->identity.tenant);
+}
+
+
+static ngx_int_t
+ngx_platform_auth_unauthorized(ngx_http_request_t *r, const char *message,
+    const char *detail)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    ngx_str_set(&ctx->challenge, "Bearer");
+
+    return ngx_platform_fail(r, NGX_HTTP_UNAUTHORIZED, message, detail);
+}
+
+
+static ngx_int_t
+ngx_platform_auth_digest(ngx_str_t *data, u_char *digest)
+{
+    unsigned int  len;
+
+    if (EVP_Digest(data->data, data->len, digest, &len, EVP_sha256(), NULL)
+        != 1)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* configuration */
+
+/* platform_auth bearer apikey tenant; platform_auth none; */
+
+char *
+ngx_platform_auth_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_loc_conf_t *plcf = conf;
+
+    ngx_str_t   *value;
+    ngx_uint_t   i, bit, none;
+
+    if (plcf->auth != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    plcf->auth = NGX_PLATFORM_AUTH_NONE;
+    none = 0;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strcmp(value[i].data, "none") == 0) {
+            none = 1;
+            continue;
+
+        } else if (ngx_strcmp(value[i].data, "bearer") == 0) {
+            bit = NGX_PLATFORM_AUTH_BEARER;
+
+        } else if (ngx_strcmp(value[i].data, "apikey") == 0) {
+            bit = NGX_PLATFORM_AUTH_APIKEY;
+
+        } else if (ngx_strcmp(value[i].data, "tenant") == 0) {
+            bit = NGX_PLATFORM_AUTH_TENANT;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\", expected \"none\" or "
+                               "any of \"bearer\", \"apikey\", \"tenant\"",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (plcf->auth & bit) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\" is given twice", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        plcf->auth |= bit;
+    }
+
+    if (none && cf->args->nelts > 2) {
+        return "takes \"none\" alone";
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+char *
+ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
+    ngx_platform_loc_conf_t *conf)
+{
+    ngx_uint_t                 policy, needs;
+    ngx_platform_route_t      *route;
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_platform_main_conf_t  *pmcf;
+
+    ngx_conf_merge_uint_value(conf->auth, prev->auth, NGX_CONF_UNSET_UINT);
+    ngx_conf_merge_ptr_value(conf->jwt, prev->jwt, NULL);
+    ngx_conf_merge_str_value(conf->jwt_issuer, prev->jwt_issuer, "");
+    ngx_conf_merge_str_value(conf->jwt_audience, prev->jwt_audience, "");
+    ngx_conf_merge_value(conf->jwt_leeway, prev->jwt_leeway, 0);
+    ngx_conf_merge_value(conf->jwt_cache, prev->jwt_cache, 1);
+    ngx_conf_merge_msec_value(conf->apikey_cache_time,
+                              prev->apikey_cache_time, 60000);
+    ngx_conf_merge_ptr_value(conf->apikey_scopes, prev->apikey_scopes, NULL);
+
+    if (conf->family == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    /* what the routes of this location will ask for */
+
+    needs = 0;
+
+    for (route = conf->family->routes; route->pattern; route++) {
+        policy = ngx_platform_auth_policy_of(conf, route);
+        needs |= policy;
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if ((needs & NGX_PLATFORM_AUTH_BEARER) && conf->jwt == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "location \"%V\" requires bearer tokens (by "
+                           "\"platform_auth\" or the default of "
+                           "\"platform_%V\") but has no \"platform_jwt_key\" "
+                           "or \"platform_jwt_jwks\"",
+                           &clcf->name, &conf->family->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (needs & NGX_PLATFORM_AUTH_APIKEY) {
+        pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+
+        if (pmcf->pg_conninfo.len == 0) {
+            ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                               "location \"%V\" requires API keys, which are "
+                               "kept in PostgreSQL, but \"platform_pg\" is "
+                               "not set: they will be answered with 503",
+                               &clcf->name);
+        }
+
+        pmcf->backends |= NGX_PLATFORM_BACKEND_PG;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* per-worker caches */
+
+ngx_int_t
+ngx_platform_auth_init_process(ngx_cycle_t *cycle)
+{
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_platform_module);
+
+    ngx_platform_auth_cache_init(&ngx_platform_auth_tokens,
+                                 pmcf->auth_cache_size);
+    ngx_platform_auth_cache_init(&ngx_platform_auth_keys,
+                                 pmcf->auth_cache_size);
+
+    ngx_platform_auth_ready = 1;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_platform_auth_exit_process(ngx_cycle_t *cycle)
+{
+    if (!ngx_platform_auth_ready) {
+        return;
+    }
+
+    ngx_platform_auth_cache_free(&ngx_platform_auth_tokens);
+    ngx_platform_auth_cache_free(&ngx_platform_auth_keys);
+
+    ngx_platform_auth_ready = 0;
+}
+
+
+static void
+ngx_platform_auth_cache_init(ngx_platform_auth_cache_t *cache, ngx_uint_t max)
+{
+    ngx_rbtree_init(&cache->rbtree, &cache->sentinel,
+                    ngx_platform_auth_rbtree_insert_value);
+    ngx_queue_init(&cache->lru);
+
+    cache->n = 0;
+    cache->max = max;
+}
+
+
+static ngx_platform_auth_entry_t *
+ngx_platform_auth_cache_find(ngx_platform_auth_cache_t *cache, void *owner,
+    u_char *digest)
+{
+    ngx_int_t                   rc;
+    ngx_rbtree_key_t            key;
+    ngx_rbtree_node_t          *node, *sentinel;
+    ngx_platform_auth_entry_t  *e;
+
+    ngx_memcpy(&key, digest, sizeof(ngx_rbtree_key_t));
+
+    node = cache->rbtree.root;
+    sentinel = cache->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (key != node->key) {
+            node = (key < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        e = (ngx_platform_auth_entry_t *) node;
+
+        rc = ngx_memcmp(digest, e->digest, NGX_PLATFORM_AUTH_DIGEST_LEN);
+
+        if (rc == 0) {
+            rc = (owner == e->owner) ? 0
+                 : ((uintptr_t) owner < (uintptr_t) e->owner ? -1 : 1);
+        }
+
+        if (rc == 0) {
+            ngx_queue_remove(&e->queue);
+            ngx_queue_insert_head(&cache->lru, &e->queue);
+            return e;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+static ngx_platform_auth_entry_t *
+ngx_platform_auth_cache_add(ngx_platform_auth_cache_t *cache, void *owner,
+    u_char *digest, ngx_str_t *values)
+{
+    u_char                     *p;
+    size_t                      size;
+    ngx_uint_t                  i;
+    ngx_queue_t                *q;
+    ngx_platform_auth_entry_t  *e;
+
+    if (cache->n >= cache->max) {
+        q = ngx_queue_last(&cache->lru);
+        e = ngx_queue_data(q, ngx_platform_auth_entry_t, queue);
+        ngx_platform_auth_cache_delete(cache, e);
+    }
+
+    size = sizeof(ngx_platform_auth_entry_t);
+
+    for (i = 0; i < NGX_PLATFORM_AUTH_VALUES; i++) {
+        size += values[i].len;
+    }
+
+    e = ngx_alloc(size, ngx_cycle->log);
+    if (e == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(e, sizeof(ngx_platform_auth_entry_t));
+
+    e->owner = owner;
+    ngx_memcpy(e->digest, digest, NGX_PLATFORM_AUTH_DIGEST_LEN);
+    ngx_memcpy(&e->node.key, digest, sizeof(ngx_rbtree_key_t));
+
+    p = (u_char *) e + sizeof(ngx_platform_auth_entry_t);
+
+    for (i = 0; i < NGX_PLATFORM_AUTH_VALUES; i++) {
+        e->values[i].len = values[i].len;
+        e->values[i].data = values[i].len ? p : NULL;
+        p = ngx_cpymem(p, values[i].data, values[i].len);
+    }
+
+    ngx_rbtree_insert(&cache->rbtree, &e->node);
+    ngx_queue_insert_head(&cache->lru, &e->queue);
+    cache->n++;
+
+    return e;
+}
+
+
+static void
+ngx_platform_auth_cache_delete(ngx_platform_auth_cache_t *cache,
+    ngx_platform_auth_entry_t *e)
+{
+    ngx_rbtree_delete(&cache->rbtree, &e->node);
+    ngx_queue_remove(&e->queue);
+    cache->n--;
+
+    ngx_free(e);
+}
+
+
+static void
+ngx_platform_auth_cache_free(ngx_platform_auth_cache_t *cache)
+{
+    ngx_queue_t                *q;
+    ngx_platform_auth_entry_t  *e;
+
+    while (!ngx_queue_empty(&cache->lru)) {
+        q = ngx_queue_head(&cache->lru);
+        e = ngx_queue_data(q, ngx_platform_auth_entry_t, queue);
+        ngx_platform_auth_cache_delete(cache, e);
+    }
+}
+
+
+static void
+ngx_platform_auth_rbtree_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_int_t                   rc;
+    ngx_rbtree_node_t         **p;
+    ngx_platform_auth_entry_t  *e, *t;
+
+    e = (ngx_platform_auth_entry_t *) node;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else {
+            t = (ngx_platform_auth_entry_t *) temp;
+
+            rc = ngx_memcmp(e->digest, t->digest,
+                            NGX_PLATFORM_AUTH_DIGEST_LEN);
+
+            if (rc == 0) {
+                rc = ((uintptr_t) e->owner < (uintptr_t) t->owner) ? -1 : 1;
+            }
+
+            p = (rc < 0) ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
