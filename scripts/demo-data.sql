@@ -7,6 +7,11 @@
 --                    d2000000-0000-4000-8000-00000000000N   (tenant-other)
 --   delivery orders  a1000000-0000-4000-8000-00000000000N   (tenant-demo)
 --                    a2000000-0000-4000-8000-00000000000N   (tenant-other)
+--   person accounts  b1000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    b2000000-0000-4000-8000-00000000000N   (tenant-other)
+--   persons          c1000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    c2000000-0000-4000-8000-00000000000N   (tenant-other)
+--                    (no table of their own yet: person_id of the accounts)
 
 INSERT INTO product_classifications (group_name, tags, position) VALUES
     ('Grains',     '{rice,maize,sorghum,millet}',       1),
@@ -122,4 +127,34 @@ FROM (VALUES
 ) AS o (id, tenant_id, order_number, status, driver_id, fee,
         p_address, p_city, p_state, p_postal, p_lat, p_lon, p_contact, p_phone,
         d_address, d_city, d_state, d_postal, d_lat, d_lon, d_contact, d_phone)
+ON CONFLICT DO NOTHING;
+
+INSERT INTO person_accounts
+    (id, tenant_id, person_id, account_id, account_bic, account_type,
+     account_name, currency, available_balance, account_limit,
+     status_description, created, nuban_or_iban, purpose, comment, status,
+     product_id, client_id)
+VALUES
+    ('b1000000-0000-4000-8000-000000000001', 'tenant-demo',
+     'c1000000-0000-4000-8000-000000000001', 'ACC-100001', 'GTBINGLA',
+     'SAVINGS', 'Amaka Nwankwo', 'NGN', 250000.00, 0.00,
+     'Account is active.', '2024-03-04 10:15:00+01', '0123456789',
+     'Personal savings', '', 'ACTIVE', 'PRD-SAV-01', 'CL-100001'),
+    ('b1000000-0000-4000-8000-000000000002', 'tenant-demo',
+     'c1000000-0000-4000-8000-000000000001', 'ACC-100002', 'GTBINGLA',
+     'CURRENT', 'Amaka Nwankwo', 'NGN', -12500.50, 50000.00,
+     'Account is active; overdraft in use.', '2024-03-04 10:20:00+01',
+     '0123456790', 'Trading payments', 'Overdraft approved 2024-04-01.',
+     'ACTIVE', 'PRD-CUR-01', 'CL-100001'),
+    ('b1000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'c1000000-0000-4000-8000-000000000002', 'ACC-100003', 'ZEIBNGLA',
+     'DOMICILIARY', 'Ibrahim Danjuma', 'USD', 1830.75, 0.00,
+     'Account is dormant: no activity for 12 months.',
+     '2023-01-16 08:45:00+01', '2034567891', 'Export proceeds', '',
+     'DORMANT', 'PRD-DOM-01', 'CL-100002'),
+    ('b2000000-0000-4000-8000-000000000001', 'tenant-other',
+     'c2000000-0000-4000-8000-000000000001', 'ACC-200001', 'FBNINGLA',
+     'SAVINGS', 'Yetunde Balogun', 'NGN', 98000.00, 0.00,
+     'Account is active.', '2024-02-12 14:00:00+01', '3045678912',
+     'Personal savings', '', 'ACTIVE', 'PRD-SAV-01', 'CL-200001')
 ON CONFLICT DO NOTHING;

@@ -62,6 +62,46 @@ static ngx_platform_text_t  ngx_platform_texts[] = {
       "Un service interne est indisponible ; réessayez bientôt." },
     { "The request could not be completed.",
       "La requête n'a pas pu aboutir." },
+    { "tenantId header is required.", "L'en-tête tenantId est requis." },
+    { "tenantId header is invalid.", "L'en-tête tenantId est invalide." },
+
+    /* authentication */
+    { "Invalid token.", "Jeton invalide." },
+    { "Invalid API key.", "Clé d'API invalide." },
+    { "A bearer token is required.",
+      "Un jeton d'accès (Bearer) est requis." },
+    { "An API key is required.", "Une clé d'API est requise." },
+    { "The API key is not valid.", "La clé d'API n'est pas valide." },
+    { "The API key is not valid for this endpoint.",
+      "La clé d'API n'est pas valable pour ce point de terminaison." },
+    { "The tenantId header does not match the credentials.",
+      "L'en-tête tenantId ne correspond pas aux identifiants." },
+    { "The token is malformed.", "Le jeton est mal formé." },
+    { "The token is too large.", "Le jeton est trop volumineux." },
+    { "The token algorithm is not accepted.",
+      "L'algorithme du jeton n'est pas accepté." },
+    { "The token key is unknown.", "La clé du jeton est inconnue." },
+    { "The token signature is invalid.",
+      "La signature du jeton est invalide." },
+    { "The token has no expiry.",
+      "Le jeton n'a pas de date d'expiration." },
+    { "The token has expired.", "Le jeton a expiré." },
+    { "The token is not valid yet.", "Le jeton n'est pas encore valide." },
+    { "The token issuer is not accepted.",
+      "L'émetteur du jeton n'est pas accepté." },
+    { "The token audience is not accepted.",
+      "L'audience du jeton n'est pas acceptée." },
+    { "The token has no tenant.", "Le jeton n'indique aucun locataire." },
+
+    /* person accounts */
+    { "Person account retrieved.", "Compte de personne récupéré." },
+    { "Invalid person account id.",
+      "Identifiant de compte de personne invalide." },
+    { "The id must be a uuid.", "L'identifiant doit être un uuid." },
+    { "Person account not found.", "Compte de personne introuvable." },
+    { "No person account with this id exists.",
+      "Aucun compte de personne ne porte cet identifiant." },
+
     { NULL, NULL }
 };
 
@@ -234,6 +274,20 @@ ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
     if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
         ngx_str_set(&value, "1");
         if (ngx_platform_add_header(r, "Retry-After", &value) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (status == NGX_HTTP_UNAUTHORIZED) {
+        if (ctx && ctx->challenge.len) {
+            value = ctx->challenge;
+
+        } else {
+            ngx_str_set(&value, "Bearer");
+        }
+
+        if (ngx_platform_add_header(r, "WWW-Authenticate", &value) != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }

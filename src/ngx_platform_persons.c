@@ -1,0 +1,130 @@
+
+/*
+ * ngx_platform: person accounts (spec 2.6 and 4.4, decisions.md section 3
+ * "Person accounts"). Envelope A. The caller's tenant comes from its
+ * credentials (by default the bearer token's tenantId), and only that
+ * tenant's accounts are visible: another tenant's account is 404.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_pg.h"
+
+
+static ngx_int_t ngx_platform_persons_account(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static void ngx_platform_persons_account_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+
+
+static ngx_platform_route_t  ngx_platform_persons_routes[] = {
+
+    { NGX_HTTP_GET, "/api/v{}/PersonAccounts/{}/get",
+      NGX_PLATFORM_AUTH_BEARER, ngx_platform_persons_account },
+
+    { 0, NULL, 0, NULL }
+};
+
+
+ngx_platform_family_t  ngx_platform_persons_family = {
+    ngx_string("persons"),
+    NGX_PLATFORM_ENVELOPE_A,
+    NGX_PLATFORM_BACKEND_PG,
+    0,
+    ngx_platform_persons_routes
+};
+
+
+/*
+ * The person account document of spec 2.6, built by the server: the
+ * balances are numeric, so JSON numbers; created is a timestamptz, so an
+ * ISO 8601 string in the session's time zone (UTC unless platform_pg
+ * sets options).
+ */
+
+static ngx_platform_pg_stmt_t  ngx_platform_persons_account_stmt = {
+    "platform_persons_account",
+
+    "SELECT json_build_object("
+    "'id', id,"
+    " 'personId', person_id,"
+    " 'accountId', account_id,"
+    " 'accountBIC', account_bic,"
+    " 'accountType', account_type,"
+    " 'accountName', account_name,"
+    " 'currency', currency,"
+    " 'availableBalance', available_balance,"
+    " 'accountLimit', account_limit,"
+    " 'statusDescription', status_description,"
+    " 'created', created,"
+    " 'nubanOrIban', nuban_or_iban,"
+    " 'purpose', purpose,"
+    " 'comment', comment,"
+    " 'status', status,"
+    " 'productId', product_id,"
+    " 'clientId', client_id)::text"
+    " FROM person_accounts"
+    " WHERE id = $1::uuid AND tenant_id = $2",
+
+    2
+};
+
+
+static ngx_int_t
+ngx_platform_persons_account(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+    ngx_str_t  params[2];
+
+    rc = ngx_platform_require_tenant(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    params[0] = ctx->params[0];
+    params[1] = ctx->identity.tenant;
+
+    if (!ngx_platform_is_uuid(&params[0])) {
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                 "Invalid person account id.",
+                                 "The id must be a uuid.");
+    }
+
+    rc = ngx_platform_pg_query(r, &ngx_platform_persons_account_stmt,
+                               params, ngx_platform_persons_account_done);
+
+    if (rc != NGX_DONE) {
+        return ngx_platform_send_backend_error(r, rc);
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_platform_persons_account_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
+{
+    if (rc != NGX_OK) {
+        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
+        return;
+    }
+
+    if (PQntuples(res) == 0) {
+        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
+                                  "Person account not found.",
+                                  "No person account with this id exists."));
+        return;
+    }
+
+    /* send_ok_raw() copies the document out of the result */
+
+    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r,
+                                  "Person account retrieved.",
+                                  (u_char *) PQgetvalue(res, 0, 0),
+                                  PQgetlength(res, 0, 0)));
+}
