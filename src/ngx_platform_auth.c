@@ -96,6 +96,8 @@ static ngx_uint_t ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
     ngx_platform_route_t *route);
 static ngx_int_t ngx_platform_auth_unauthorized(ngx_http_request_t *r,
     const char *message, const char *detail);
+static ngx_int_t ngx_platform_auth_copy(ngx_http_request_t *r,
+    ngx_str_t *src, ngx_str_t *dst);
 static ngx_int_t ngx_platform_auth_digest(ngx_str_t *data, u_char *digest);
 
 static void ngx_platform_auth_cache_init(ngx_platform_auth_cache_t *cache,
@@ -237,9 +239,15 @@ ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     }
 
     if (e) {
-        ctx->identity.tenant = e->values[NGX_PLATFORM_AUTH_V_TENANT];
-        ctx->identity.subject = e->values[NGX_PLATFORM_AUTH_V_SUBJECT];
-        ctx->identity.merchant = e->values[NGX_PLATFORM_AUTH_V_MERCHANT];
+        /* the entry may be gone before the request is */
+
+        if (ngx_platform_auth_copy(r, e->values, values) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ctx->identity.tenant = values[NGX_PLATFORM_AUTH_V_TENANT];
+        ctx->identity.subject = values[NGX_PLATFORM_AUTH_V_SUBJECT];
+        ctx->identity.merchant = values[NGX_PLATFORM_AUTH_V_MERCHANT];
         ctx->identity.bearer = 1;
 
         return NGX_OK;
@@ -309,7 +317,7 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 {
     u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
     ngx_int_t                   rc;
-    ngx_str_t                   id;
+    ngx_str_t                   id, values[NGX_PLATFORM_AUTH_VALUES];
     ngx_table_elt_t            *h;
     ngx_platform_auth_entry_t  *e;
 
@@ -330,8 +338,12 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
                                          digest);
 
         if (e && ngx_current_msec - e->fetched < plcf->apikey_cache_time) {
+            if (ngx_platform_auth_copy(r, e->values, values) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
             return ngx_platform_auth_apikey_use(r, ctx, plcf, e->valid,
-                                                e->values);
+                                                values);
         }
     }
 
@@ -413,6 +425,11 @@ ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
     ngx_platform_loc_conf_t    *plcf;
     ngx_platform_auth_entry_t  *e;
 
+    if (rc == NGX_ERROR) {
+        ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
     if (rc != NGX_OK) {
         ngx_platform_continue(r, ngx_platform_fail(r,
                                   NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -481,27 +498,14 @@ ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
         if (e) {
             e->fetched = ngx_current_msec;
             e->valid = valid;
-
-            /* the result is freed after this handler: use the copies */
-            ngx_memcpy(values, e->values, sizeof(values));
         }
     }
 
     /* PQgetvalue() strings die with res: the identity needs its own */
 
-    for (i = 0; i < NGX_PLATFORM_AUTH_VALUES; i++) {
-        if (values[i].len == 0) {
-            continue;
-        }
-
-        hex = ngx_pnalloc(r->pool, values[i].len);
-        if (hex == NULL) {
-            ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-            return;
-        }
-
-        ngx_memcpy(hex, values[i].data, values[i].len);
-        values[i].data = hex;
+    if (ngx_platform_auth_copy(r, values, values) != NGX_OK) {
+        ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
     }
 
     rc = ngx_platform_auth_apikey_use(r, ctx, plcf, valid, values);
@@ -670,6 +674,42 @@ ngx_platform_auth_unauthorized(ngx_http_request_t *r, const char *message,
     ngx_str_set(&ctx->challenge, "Bearer");
 
     return ngx_platform_fail(r, NGX_HTTP_UNAUTHORIZED, message, detail);
+}
+
+
+/* values into the request pool */
+
+static ngx_int_t
+ngx_platform_auth_copy(ngx_http_request_t *r, ngx_str_t *src, ngx_str_t *dst)
+{
+    u_char      *p;
+    size_t       size;
+    ngx_uint_t   i;
+
+    size = 0;
+
+    for (i = 0; i < NGX_PLATFORM_AUTH_VALUES; i++) {
+        size += src[i].len;
+    }
+
+    p = ngx_pnalloc(r->pool, size + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* src may be dst */
+
+    for (i = 0; i < NGX_PLATFORM_AUTH_VALUES; i++) {
+        if (src[i].len) {
+            ngx_memcpy(p, src[i].data, src[i].len);
+        }
+
+        dst[i].len = src[i].len;
+        dst[i].data = src[i].len ? p : NULL;
+        p += src[i].len;
+    }
+
+    return NGX_OK;
 }
 
 

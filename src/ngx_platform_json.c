@@ -92,6 +92,14 @@ static ngx_platform_text_t  ngx_platform_texts[] = {
     { "The token audience is not accepted.",
       "L'audience du jeton n'est pas acceptée." },
     { "The token has no tenant.", "Le jeton n'indique aucun locataire." },
+    { "The token could not be checked.",
+      "Le jeton n'a pas pu être vérifié." },
+    { "The API key and the token belong to other tenants.",
+      "La clé d'API et le jeton appartiennent à des locataires différents." },
+    { "countryCode header is required.",
+      "L'en-tête countryCode est requis." },
+    { "countryCode header is invalid.",
+      "L'en-tête countryCode est invalide." },
 
     /* person accounts */
     { "Person account retrieved.", "Compte de personne récupéré." },
