@@ -72,7 +72,12 @@ typedef struct ngx_platform_jwt_conf_s  ngx_platform_jwt_conf_t;
 #define NGX_PLATFORM_M_REDIS_ERRORS         7
 #define NGX_PLATFORM_M_REDIS_TIMEOUTS       8
 #define NGX_PLATFORM_M_REDIS_CONNECTS       9
-#define NGX_PLATFORM_M_MAX                  10
+#define NGX_PLATFORM_M_TOKENS_VERIFIED      10
+#define NGX_PLATFORM_M_TOKENS_CACHED        11
+#define NGX_PLATFORM_M_TOKENS_REFUSED       12
+#define NGX_PLATFORM_M_APIKEY_LOOKUPS       13
+#define NGX_PLATFORM_M_APIKEYS_REFUSED      14
+#define NGX_PLATFORM_M_MAX                  15
 
 /* HTTP statuses counted one by one; the last slot is "other" */
 #define NGX_PLATFORM_STATUSES               19

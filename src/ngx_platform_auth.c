@@ -250,8 +250,12 @@ ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         ctx->identity.merchant = values[NGX_PLATFORM_AUTH_V_MERCHANT];
         ctx->identity.bearer = 1;
 
+        ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_CACHED);
+
         return NGX_OK;
     }
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_VERIFIED);
 
     reason = ngx_platform_jwt_verify(r, plcf, &token, &claims);
     if (reason) {
@@ -288,6 +292,8 @@ ngx_platform_auth_invalid_token(ngx_http_request_t *r,
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "platform: bearer token refused: %s", reason);
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_REFUSED);
 
     /* RFC 6750 section 3 */
 
@@ -350,6 +356,8 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     id.data = h->value.data + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
     id.len = NGX_PLATFORM_APIKEY_ID_LEN;
 
+    ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEY_LOOKUPS);
+
     rc = ngx_platform_pg_query(r, &ngx_platform_auth_apikey_stmt, &id,
                                ngx_platform_auth_apikey_done);
 
@@ -398,6 +406,8 @@ ngx_platform_auth_apikey_digest(ngx_http_request_t *r, ngx_str_t *key,
     if (!ok) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "platform: API key refused: malformed");
+
+        ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 
         return ngx_platform_auth_unauthorized(r, "Invalid API key.",
                                               "The API key is not valid.");
@@ -532,6 +542,8 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "platform: API key refused: unknown or revoked");
 
+        ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
+
         return ngx_platform_auth_unauthorized(r, "Invalid API key.",
                                               "The API key is not valid.");
     }
@@ -551,6 +563,12 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         }
 
         if (i == plcf->apikey_scopes->nelts) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "platform: API key refused: scope \"%V\" is not "
+                          "accepted here", scope);
+
+            ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
+
             return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
                                 "The API key is not valid for this endpoint.");
         }

@@ -101,6 +101,7 @@ static ngx_platform_family_t  *ngx_platform_families[] = {
     &ngx_platform_otp_family,
     &ngx_platform_products_family,
     &ngx_platform_tms_family,
+    &ngx_platform_persons_family,
     &ngx_platform_health_family,
     &ngx_platform_metrics_family,
     NULL
@@ -129,7 +130,16 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     { "platform_redis_errors_total",
       "Redis commands that failed or found Redis unavailable." },
     { "platform_redis_timeouts_total", "Redis commands that timed out." },
-    { "platform_redis_connects_total", "Redis connections established." }
+    { "platform_redis_connects_total", "Redis connections established." },
+    { "platform_tokens_verified_total",
+      "Bearer tokens verified with their key (not found in the cache)." },
+    { "platform_tokens_cached_total",
+      "Bearer tokens accepted from a worker's cache." },
+    { "platform_tokens_refused_total", "Bearer tokens refused." },
+    { "platform_apikey_lookups_total",
+      "API keys looked up in PostgreSQL." },
+    { "platform_apikeys_refused_total",
+      "API keys refused: malformed, unknown, revoked or of another scope." }
 };
 
 
