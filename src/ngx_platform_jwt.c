@@ -125,6 +125,8 @@ static char *ngx_platform_jwt_jwk_rsa(ngx_conf_t *cf, json_t *jwk,
 static char *ngx_platform_jwt_jwk_ec(ngx_conf_t *cf, json_t *jwk,
     ngx_platform_jwt_key_t *key);
 #endif
+static ngx_int_t ngx_platform_jwt_decode_b64url(ngx_str_t *dst,
+    ngx_str_t *src);
 static json_t *ngx_platform_jwt_decode_json(ngx_http_request_t *r,
     u_char *start, u_char *end);
 static ngx_int_t ngx_platform_jwt_check_signature(ngx_http_request_t *r,
@@ -716,12 +718,18 @@ ngx_platform_jwt_jwk_b64(ngx_conf_t *cf, json_t *jwk, const char *member,
     src.data = (u_char *) json_string_value(v);
     src.len = json_string_length(v);
 
+    /* padding is not base64url's, but harmless where keys are written */
+
+    while (src.len && src.data[src.len - 1] == '=') {
+        src.len--;
+    }
+
     value->data = ngx_pnalloc(cf->pool, ngx_base64_decoded_length(src.len));
     if (value->data == NULL) {
         return "out of memory";
     }
 
-    if (ngx_decode_base64url(value, &src) != NGX_OK) {
+    if (ngx_platform_jwt_decode_b64url(value, &src) != NGX_OK) {
         return "a member is not base64url";
     }
 
@@ -974,7 +982,9 @@ ngx_platform_jwt_verify(ngx_http_request_t *r, ngx_platform_loc_conf_t *plcf,
         goto done;
     }
 
-    if (encoded.len == 0 || ngx_decode_base64url(&sig, &encoded) != NGX_OK) {
+    if (encoded.len == 0
+        || ngx_platform_jwt_decode_b64url(&sig, &encoded) != NGX_OK)
+    {
         err = "The token is malformed.";
         goto done;
     }
@@ -1012,6 +1022,36 @@ done:
 }
 
 
+/*
+ * RFC 7515 base64url: no padding and nothing but the alphabet.
+ * ngx_decode_base64url() would stop at a '=' and ignore what follows it,
+ * letting many strings pass for one token.
+ */
+
+static ngx_int_t
+ngx_platform_jwt_decode_b64url(ngx_str_t *dst, ngx_str_t *src)
+{
+    u_char  c;
+    size_t  i;
+
+    if (src->len % 4 == 1) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < src->len; i++) {
+        c = src->data[i];
+
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return ngx_decode_base64url(dst, src);
+}
+
+
 /* a base64url part of the token holding a JSON object, or NULL */
 
 static json_t *
@@ -1029,7 +1069,7 @@ ngx_platform_jwt_decode_json(ngx_http_request_t *r, u_char *start,
         return NULL;
     }
 
-    if (ngx_decode_base64url(&dst, &src) != NGX_OK) {
+    if (ngx_platform_jwt_decode_b64url(&dst, &src) != NGX_OK) {
         return NULL;
     }
 
