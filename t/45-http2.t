@@ -10,6 +10,7 @@ use warnings;
 
 use lib 't/lib';
 use Test::More;
+use POSIX ();
 use Platform::Test;
 use Time::HiRes qw(time);
 
@@ -17,9 +18,8 @@ my $t = Platform::Test->new(workers => 1);
 
 my $dir = $t->testdir;
 
-system('openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes',
-       '-keyout', "$dir/key.pem", '-out', "$dir/cert.pem", '-days', '2',
-       '-subj', '/CN=localhost') == 0
+system("openssl req -x509 -newkey rsa:2048 -nodes -keyout '$dir/key.pem'"
+       . " -out '$dir/cert.pem' -days 2 -subj /CN=localhost 2>/dev/null") == 0
     or die "openssl could not make a certificate\n";
 
 $t->run(<<'EOF');
@@ -52,7 +52,12 @@ sub curl {
                '-H', 'tenantId: tenant-a', '-H', 'countryCode: NG',
                '-w', '%{url_effective} %{http_version} %{http_code} '
                      . '%{time_total} %{num_connects}\n', @args);
-    open(my $fh, '-|', @cmd) or die "curl: $!\n";
+    # curl's --parallel draws its progress meter despite -s: keep it quiet
+    my $pid = open(my $fh, '-|') // die "fork: $!\n";
+    if ($pid == 0) {
+        open(STDERR, '>', '/dev/null');
+        exec(@cmd) or POSIX::_exit(127);
+    }
     my %r;
     while (my $line = <$fh>) {
         my ($url, $version, $code, $time, $connects) = split ' ', $line;
