@@ -44,7 +44,8 @@ PLATFORM_TEST_PG_TEMPLATE (a migrated database without data),
 PLATFORM_TEST_PG_BINDIR, PLATFORM_TEST_PG_PRISTINE (an initdb'ed cluster to
 copy for private servers), PLATFORM_TEST_REDIS_PORT, PLATFORM_TEST_MODULE
 (the .so), PLATFORM_TEST_NGINX (the nginx binary), PLATFORM_TEST_PRELOAD
-(libasan for PLATFORM_ASAN=1 runs). Without PLATFORM_TEST_MODULE a test file
+(libasan for PLATFORM_ASAN=1 runs), PLATFORM_TEST_TOP (the repository's
+top directory, to run its scripts). Without PLATFORM_TEST_MODULE a test file
 skips everything.
 
 Set PLATFORM_TEST_KEEP=1 to keep each test's directory (nginx.conf, error
