@@ -551,6 +551,17 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     tenant = &values[NGX_PLATFORM_AUTH_V_TENANT];
     scope = &values[NGX_PLATFORM_AUTH_V_MERCHANT];
 
+    if (!ngx_platform_jwt_name_valid(tenant->data, tenant->len)) {
+        /* written around scripts/apikey: never let it name a Redis key */
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "platform: API key \"%V\" has an unusable tenant",
+                      &values[NGX_PLATFORM_AUTH_V_SUBJECT]);
+
+        return ngx_platform_auth_unauthorized(r, "Invalid API key.",
+                                              "The API key is not valid.");
+    }
+
     if (plcf->apikey_scopes) {
         s = plcf->apikey_scopes->elts;
 
