@@ -124,6 +124,8 @@ static char *ngx_platform_jwt_jwk_rsa(ngx_conf_t *cf, json_t *jwk,
     ngx_platform_jwt_key_t *key);
 static char *ngx_platform_jwt_jwk_ec(ngx_conf_t *cf, json_t *jwk,
     ngx_platform_jwt_key_t *key);
+static ngx_int_t ngx_platform_jwt_fromdata(OSSL_PARAM_BLD *bld, char *type,
+    EVP_PKEY **pkey);
 #endif
 static ngx_int_t ngx_platform_jwt_decode_b64url(ngx_str_t *dst,
     ngx_str_t *src);
@@ -746,8 +748,6 @@ ngx_platform_jwt_jwk_rsa(ngx_conf_t *cf, json_t *jwk,
     char            *rv;
     BIGNUM          *n, *e;
     ngx_str_t        nv, ev;
-    OSSL_PARAM      *params;
-    EVP_PKEY_CTX    *ctx;
     OSSL_PARAM_BLD  *bld;
 
     rv = ngx_platform_jwt_jwk_b64(cf, jwk, "n", &nv);
@@ -765,31 +765,15 @@ ngx_platform_jwt_jwk_rsa(ngx_conf_t *cf, json_t *jwk,
     n = BN_bin2bn(nv.data, (int) nv.len, NULL);
     e = BN_bin2bn(ev.data, (int) ev.len, NULL);
     bld = OSSL_PARAM_BLD_new();
-    params = NULL;
-    ctx = NULL;
 
-    if (n == NULL || e == NULL || bld == NULL
-        || !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n)
-        || !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e))
-    {
-        goto done;
-    }
-
-    params = OSSL_PARAM_BLD_to_param(bld);
-    ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
-
-    if (params && ctx
-        && EVP_PKEY_fromdata_init(ctx) == 1
-        && EVP_PKEY_fromdata(ctx, &key->pkey, EVP_PKEY_PUBLIC_KEY, params)
-           == 1)
+    if (n && e && bld
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n)
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e)
+        && ngx_platform_jwt_fromdata(bld, "RSA", &key->pkey) == NGX_OK)
     {
         rv = NGX_CONF_OK;
     }
 
-done:
-
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     BN_free(n);
     BN_free(e);
@@ -806,8 +790,6 @@ ngx_platform_jwt_jwk_ec(ngx_conf_t *cf, json_t *jwk,
     u_char          *point;
     json_t          *crv;
     ngx_str_t        x, y;
-    OSSL_PARAM      *params;
-    EVP_PKEY_CTX    *ctx;
     OSSL_PARAM_BLD  *bld;
 
     crv = json_object_get(jwk, "crv");
@@ -844,38 +826,45 @@ ngx_platform_jwt_jwk_ec(ngx_conf_t *cf, json_t *jwk,
 
     rv = "invalid EC key";
 
-    params = NULL;
-    ctx = NULL;
-
     bld = OSSL_PARAM_BLD_new();
 
-    if (bld == NULL
-        || !OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
-                                            key->alg->group, 0)
-        || !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY,
-                                             point, 1 + x.len + y.len))
-    {
-        goto done;
-    }
-
-    params = OSSL_PARAM_BLD_to_param(bld);
-    ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-
-    if (params && ctx
-        && EVP_PKEY_fromdata_init(ctx) == 1
-        && EVP_PKEY_fromdata(ctx, &key->pkey, EVP_PKEY_PUBLIC_KEY, params)
-           == 1)
+    if (bld
+        && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
+                                           key->alg->group, 0)
+        && OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY,
+                                            point, 1 + x.len + y.len)
+        && ngx_platform_jwt_fromdata(bld, "EC", &key->pkey) == NGX_OK)
     {
         rv = NGX_CONF_OK;
     }
 
-done:
-
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
 
     return rv;
+}
+
+
+/* a public key of the type from the parameters built */
+
+static ngx_int_t
+ngx_platform_jwt_fromdata(OSSL_PARAM_BLD *bld, char *type, EVP_PKEY **pkey)
+{
+    ngx_int_t      rc;
+    OSSL_PARAM    *params;
+    EVP_PKEY_CTX  *ctx;
+
+    params = OSSL_PARAM_BLD_to_param(bld);
+    ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+
+    rc = (params && ctx
+          && EVP_PKEY_fromdata_init(ctx) == 1
+          && EVP_PKEY_fromdata(ctx, pkey, EVP_PKEY_PUBLIC_KEY, params) == 1)
+         ? NGX_OK : NGX_ERROR;
+
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+
+    return rc;
 }
 
 #endif

@@ -17,8 +17,6 @@
 
 static ngx_int_t ngx_platform_persons_account(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_persons_account_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 
 
 static ngx_platform_route_t  ngx_platform_persons_routes[] = {
@@ -46,8 +44,8 @@ ngx_platform_family_t  ngx_platform_persons_family = {
  * sets options).
  */
 
-static ngx_platform_pg_stmt_t  ngx_platform_persons_account_stmt = {
-    "platform_persons_account",
+static ngx_platform_pg_document_t  ngx_platform_persons_account_doc = {
+    { "platform_persons_account",
 
     "SELECT json_build_object("
     "'id', id,"
@@ -70,7 +68,11 @@ static ngx_platform_pg_stmt_t  ngx_platform_persons_account_stmt = {
     " FROM person_accounts"
     " WHERE id = $1::uuid AND tenant_id = $2",
 
-    2
+    2 },
+
+    "Person account retrieved.",
+    "Person account not found.",
+    "No person account with this id exists."
 };
 
 
@@ -94,37 +96,6 @@ ngx_platform_persons_account(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
                                  "The id must be a uuid.");
     }
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_persons_account_stmt,
-                               params, ngx_platform_persons_account_done);
-
-    if (rc != NGX_DONE) {
-        return ngx_platform_send_backend_error(r, rc);
-    }
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_platform_persons_account_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
-{
-    if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
-        return;
-    }
-
-    if (PQntuples(res) == 0) {
-        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                                  "Person account not found.",
-                                  "No person account with this id exists."));
-        return;
-    }
-
-    /* send_ok_raw() copies the document out of the result */
-
-    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r,
-                                  "Person account retrieved.",
-                                  (u_char *) PQgetvalue(res, 0, 0),
-                                  PQgetlength(res, 0, 0)));
+    return ngx_platform_pg_document(r, &ngx_platform_persons_account_doc,
+                                    params);
 }

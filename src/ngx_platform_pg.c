@@ -93,6 +93,8 @@ static ngx_int_t ngx_platform_pg_op_params(ngx_platform_pg_op_t *op,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params);
 static void ngx_platform_pg_op_free(ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_request_cleanup(void *data);
+static void ngx_platform_pg_document_done(ngx_http_request_t *r,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static void ngx_platform_pg_wait_timeout(ngx_event_t *ev);
 static ngx_int_t ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
@@ -234,6 +236,52 @@ unavailable:
     ngx_platform_pg_op_free(op);
 
     return NGX_PLATFORM_UNAVAILABLE;
+}
+
+
+ngx_int_t
+ngx_platform_pg_document(ngx_http_request_t *r,
+    ngx_platform_pg_document_t *doc, ngx_str_t *params)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_pg_query(r, &doc->stmt, params,
+                               ngx_platform_pg_document_done);
+
+    if (rc != NGX_DONE) {
+        return ngx_platform_send_backend_error(r, rc);
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_platform_pg_document_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc)
+{
+    ngx_platform_pg_document_t  *doc;
+
+    /* the statement is the document's first member */
+    doc = (ngx_platform_pg_document_t *) op->stmt;
+
+    if (rc != NGX_OK) {
+        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
+        return;
+    }
+
+    if (PQntuples(res) == 0) {
+        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
+                                                   doc->missing,
+                                                   doc->missing_detail));
+        return;
+    }
+
+    /* send_ok_raw() copies the document out of the result */
+
+    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r, doc->found,
+                                  (u_char *) PQgetvalue(res, 0, 0),
+                                  PQgetlength(res, 0, 0)));
 }
 
 

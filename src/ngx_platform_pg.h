@@ -62,6 +62,21 @@ ngx_int_t ngx_platform_pg_next(ngx_platform_pg_op_t *op,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler);
 
+/*
+ * A read of one JSON document: the statement's single column of at most
+ * one row. 200 with the document in the family's envelope, else 404.
+ */
+typedef struct {
+    ngx_platform_pg_stmt_t     stmt;            /* first: see the .c */
+    char                      *found;           /* the 200 message */
+    char                      *missing;         /* the 404 message */
+    char                      *missing_detail;
+} ngx_platform_pg_document_t;
+
+/* for a route handler to return: NGX_DONE, or the error it sent */
+ngx_int_t ngx_platform_pg_document(ngx_http_request_t *r,
+    ngx_platform_pg_document_t *doc, ngx_str_t *params);
+
 /* SQLSTATE of an error result, "" when there is none */
 char *ngx_platform_pg_sqlstate(PGresult *res);
 

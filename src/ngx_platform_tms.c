@@ -17,8 +17,6 @@
 
 static ngx_int_t ngx_platform_tms_delivery_order(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_tms_delivery_order_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 
 
 static ngx_platform_route_t  ngx_platform_tms_routes[] = {
@@ -41,8 +39,8 @@ ngx_platform_family_t  ngx_platform_tms_family = {
 
 /* the delivery order document of docs/api.md, built by the server */
 
-static ngx_platform_pg_stmt_t  ngx_platform_tms_delivery_order_stmt = {
-    "platform_tms_delivery_order",
+static ngx_platform_pg_document_t  ngx_platform_tms_delivery_order_doc = {
+    { "platform_tms_delivery_order",
 
     "SELECT json_build_object("
     "'id', o.id,"
@@ -64,7 +62,11 @@ static ngx_platform_pg_stmt_t  ngx_platform_tms_delivery_order_stmt = {
     " LEFT JOIN drivers d ON d.id = o.driver_id AND d.tenant_id = o.tenant_id"
     " WHERE o.id = $1::uuid AND o.tenant_id = $2 AND o.country_code = $3",
 
-    3
+    3 },
+
+    "Delivery order retrieved.",
+    "Delivery order not found.",
+    "No delivery order with this id exists."
 };
 
 
@@ -85,9 +87,8 @@ ngx_platform_tms_delivery_order(ngx_http_request_t *r,
         return rc;
     }
 
-    params[1] = ctx->identity.tenant;
-
     params[0] = ctx->params[0];
+    params[1] = ctx->identity.tenant;
 
     if (!ngx_platform_is_uuid(&params[0])) {
         return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
@@ -95,37 +96,6 @@ ngx_platform_tms_delivery_order(ngx_http_request_t *r,
                                  "The delivery order id must be a uuid.");
     }
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_tms_delivery_order_stmt,
-                               params, ngx_platform_tms_delivery_order_done);
-
-    if (rc != NGX_DONE) {
-        return ngx_platform_send_backend_error(r, rc);
-    }
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_platform_tms_delivery_order_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
-{
-    if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
-        return;
-    }
-
-    if (PQntuples(res) == 0) {
-        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                                  "Delivery order not found.",
-                                  "No delivery order with this id exists."));
-        return;
-    }
-
-    /* send_ok_raw() copies the document out of the result */
-
-    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r,
-                                  "Delivery order retrieved.",
-                                  (u_char *) PQgetvalue(res, 0, 0),
-                                  PQgetlength(res, 0, 0)));
+    return ngx_platform_pg_document(r, &ngx_platform_tms_delivery_order_doc,
+                                    params);
 }
