@@ -102,8 +102,8 @@ static ngx_platform_jwt_alg_t  ngx_platform_jwt_algs[] = {
 static char  ngx_platform_jwt_unsupported[] = "unsupported";
 
 
-static ngx_platform_jwt_conf_t *ngx_platform_jwt_conf(ngx_conf_t *cf,
-    ngx_platform_loc_conf_t *plcf);
+static char *ngx_platform_jwt_conf(ngx_conf_t *cf,
+    ngx_platform_loc_conf_t *plcf, ngx_platform_jwt_conf_t **jwtp);
 static ngx_platform_jwt_alg_t *ngx_platform_jwt_alg(u_char *name,
     size_t len);
 static char *ngx_platform_jwt_read_file(ngx_conf_t *cf, ngx_str_t *name,
@@ -145,26 +145,35 @@ static ngx_int_t ngx_platform_jwt_copy(ngx_http_request_t *r, json_t *value,
 
 /* configuration */
 
-static ngx_platform_jwt_conf_t *
-ngx_platform_jwt_conf(ngx_conf_t *cf, ngx_platform_loc_conf_t *plcf)
+/* the keys of one level: platform_jwt_key or platform_jwt_jwks, once */
+
+static char *
+ngx_platform_jwt_conf(ngx_conf_t *cf, ngx_platform_loc_conf_t *plcf,
+    ngx_platform_jwt_conf_t **jwtp)
 {
     ngx_platform_jwt_conf_t  *jwt;
 
+    if (plcf->jwt != NGX_CONF_UNSET_PTR) {
+        return "is duplicate: one platform_jwt_key or platform_jwt_jwks "
+               "per level";
+    }
+
     jwt = ngx_pcalloc(cf->pool, sizeof(ngx_platform_jwt_conf_t));
     if (jwt == NULL) {
-        return NULL;
+        return NGX_CONF_ERROR;
     }
 
     if (ngx_array_init(&jwt->keys, cf->pool, 1,
                        sizeof(ngx_platform_jwt_key_t))
         != NGX_OK)
     {
-        return NULL;
+        return NGX_CONF_ERROR;
     }
 
     plcf->jwt = jwt;
+    *jwtp = jwt;
 
-    return jwt;
+    return NGX_CONF_OK;
 }
 
 
@@ -181,17 +190,12 @@ ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_platform_jwt_key_t   *key;
     ngx_platform_jwt_conf_t  *jwt;
 
-    if (plcf->jwt != NGX_CONF_UNSET_PTR) {
-        return "is duplicate: one platform_jwt_key or platform_jwt_jwks "
-               "per level";
+    rv = ngx_platform_jwt_conf(cf, plcf, &jwt);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     value = cf->args->elts;
-
-    jwt = ngx_platform_jwt_conf(cf, plcf);
-    if (jwt == NULL) {
-        return NGX_CONF_ERROR;
-    }
 
     key = ngx_array_push(&jwt->keys);
     if (key == NULL) {
@@ -287,17 +291,12 @@ ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_platform_jwt_key_t   *key, *k;
     ngx_platform_jwt_conf_t  *jwt;
 
-    if (plcf->jwt != NGX_CONF_UNSET_PTR) {
-        return "is duplicate: one platform_jwt_key or platform_jwt_jwks "
-               "per level";
+    rv = ngx_platform_jwt_conf(cf, plcf, &jwt);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     value = cf->args->elts;
-
-    jwt = ngx_platform_jwt_conf(cf, plcf);
-    if (jwt == NULL) {
-        return NGX_CONF_ERROR;
-    }
 
     jwt->by_kid = 1;
 

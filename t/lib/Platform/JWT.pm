@@ -130,6 +130,7 @@ use File::Temp ();
 use JSON::PP ();
 use MIME::Base64 ();
 use POSIX ();
+use Platform::Test ();
 
 my $json = JSON::PP->new->canonical->utf8;
 
@@ -375,21 +376,8 @@ sub _openssl {
     return $out;
 }
 
-sub _slurp {
-    my ($file) = @_;
-    open my $fh, '<', $file or return undef;
-    binmode $fh;
-    local $/;
-    my $c = <$fh>;
-    return $c // '';
-}
-
-sub _spew {
-    my ($file, $data) = @_;
-    open my $fh, '>', $file or croak "write $file: $!";
-    binmode $fh;
-    print $fh $data;
-    close $fh or croak "write $file: $!";
-}
+# the harness's file helpers
+sub _slurp { Platform::Test::_slurp(@_) }
+sub _spew { Platform::Test::_spew(@_) }
 
 1;
