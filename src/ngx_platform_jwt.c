@@ -63,6 +63,12 @@ typedef struct {
     ngx_platform_jwt_alg_t    *alg;
     ngx_str_t                  secret;    /* HMAC */
     EVP_PKEY                  *pkey;      /* RSA, ECDSA */
+
+    /*
+     * RSA, ECDSA: a context initialized for verification once; each
+     * token gets a copy, which spares OpenSSL's lookups of the algorithm
+     */
+    EVP_MD_CTX                *verify;
 } ngx_platform_jwt_key_t;
 
 
@@ -112,9 +118,10 @@ static char *ngx_platform_jwt_set_secret(ngx_conf_t *cf,
     ngx_platform_jwt_key_t *key, u_char *secret, size_t len);
 static char *ngx_platform_jwt_check_pkey(ngx_conf_t *cf,
     ngx_platform_jwt_key_t *key);
-static ngx_int_t ngx_platform_jwt_track_pkey(ngx_conf_t *cf,
-    EVP_PKEY *pkey);
+static ngx_int_t ngx_platform_jwt_track(ngx_conf_t *cf, void *object,
+    ngx_pool_cleanup_pt free);
 static void ngx_platform_jwt_free_pkey(void *data);
+static void ngx_platform_jwt_free_md_ctx(void *data);
 static char *ngx_platform_jwt_jwk(ngx_conf_t *cf, json_t *jwk,
     ngx_platform_jwt_key_t *key);
 static char *ngx_platform_jwt_jwk_b64(ngx_conf_t *cf, json_t *jwk,
@@ -135,6 +142,8 @@ static ngx_int_t ngx_platform_jwt_check_signature(ngx_http_request_t *r,
     ngx_platform_jwt_key_t *key, ngx_str_t *input, ngx_str_t *signature);
 static ngx_int_t ngx_platform_jwt_check_ecdsa(ngx_platform_jwt_key_t *key,
     ngx_str_t *input, ngx_str_t *signature);
+static ngx_int_t ngx_platform_jwt_verify_digest(ngx_platform_jwt_key_t *key,
+    ngx_str_t *input, u_char *sig, size_t len);
 static const char *ngx_platform_jwt_check_claims(ngx_http_request_t *r,
     ngx_platform_loc_conf_t *plcf, json_t *claims,
     ngx_platform_jwt_claims_t *out);
@@ -260,7 +269,10 @@ ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_platform_jwt_track_pkey(cf, key->pkey) != NGX_OK) {
+    if (ngx_platform_jwt_track(cf, key->pkey, ngx_platform_jwt_free_pkey)
+        != NGX_OK)
+    {
+        EVP_PKEY_free(key->pkey);
         return NGX_CONF_ERROR;
     }
 
@@ -523,7 +535,7 @@ ngx_platform_jwt_check_pkey(ngx_conf_t *cf, ngx_platform_jwt_key_t *key)
             return "RSA key shorter than 2048 bits";
         }
 
-        return NGX_CONF_OK;
+        break;
 
     case NGX_PLATFORM_JWT_ECDSA:
 
@@ -548,27 +560,50 @@ ngx_platform_jwt_check_pkey(ngx_conf_t *cf, ngx_platform_jwt_key_t *key)
         }
 #endif
 
-        return NGX_CONF_OK;
+        break;
 
     default:
         return "not a public key algorithm";
     }
+
+    key->verify = EVP_MD_CTX_new();
+
+    if (key->verify == NULL
+        || ngx_platform_jwt_track(cf, key->verify,
+                                  ngx_platform_jwt_free_md_ctx)
+           != NGX_OK)
+    {
+        EVP_MD_CTX_free(key->verify);
+        return "out of memory";
+    }
+
+    if (EVP_DigestVerifyInit(key->verify, NULL, key->alg->md(), NULL,
+                             key->pkey)
+        != 1)
+    {
+        ERR_clear_error();
+        return "the key cannot verify signatures";
+    }
+
+    return NGX_CONF_OK;
 }
 
 
+/* OpenSSL objects of the configuration go with its pool */
+
 static ngx_int_t
-ngx_platform_jwt_track_pkey(ngx_conf_t *cf, EVP_PKEY *pkey)
+ngx_platform_jwt_track(ngx_conf_t *cf, void *object,
+    ngx_pool_cleanup_pt free)
 {
     ngx_pool_cleanup_t  *cln;
 
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
-        EVP_PKEY_free(pkey);
         return NGX_ERROR;
     }
 
-    cln->handler = ngx_platform_jwt_free_pkey;
-    cln->data = pkey;
+    cln->handler = free;
+    cln->data = object;
 
     return NGX_OK;
 }
@@ -578,6 +613,13 @@ static void
 ngx_platform_jwt_free_pkey(void *data)
 {
     EVP_PKEY_free(data);
+}
+
+
+static void
+ngx_platform_jwt_free_md_ctx(void *data)
+{
+    EVP_MD_CTX_free(data);
 }
 
 
@@ -690,7 +732,10 @@ ngx_platform_jwt_jwk(ngx_conf_t *cf, json_t *jwk, ngx_platform_jwt_key_t *key)
         return rv;
     }
 
-    if (ngx_platform_jwt_track_pkey(cf, key->pkey) != NGX_OK) {
+    if (ngx_platform_jwt_track(cf, key->pkey, ngx_platform_jwt_free_pkey)
+        != NGX_OK)
+    {
+        EVP_PKEY_free(key->pkey);
         return "out of memory";
     }
 
@@ -1077,10 +1122,8 @@ static ngx_int_t
 ngx_platform_jwt_check_signature(ngx_http_request_t *r,
     ngx_platform_jwt_key_t *key, ngx_str_t *input, ngx_str_t *signature)
 {
-    int            ok;
     u_char         mac[EVP_MAX_MD_SIZE];
     unsigned int   len;
-    EVP_MD_CTX    *md;
 
     switch (key->alg->type) {
 
@@ -1103,23 +1146,8 @@ ngx_platform_jwt_check_signature(ngx_http_request_t *r,
 
     case NGX_PLATFORM_JWT_RSA:
 
-        md = EVP_MD_CTX_new();
-        if (md == NULL) {
-            return NGX_ERROR;
-        }
-
-        ok = EVP_DigestVerifyInit(md, NULL, key->alg->md(), NULL, key->pkey)
-             == 1
-             && EVP_DigestVerify(md, signature->data, signature->len,
-                                 input->data, input->len)
-                == 1;
-
-        EVP_MD_CTX_free(md);
-
-        /* a failed verification leaves its reasons in the error queue */
-        ERR_clear_error();
-
-        return ok ? NGX_OK : NGX_DECLINED;
+        return ngx_platform_jwt_verify_digest(key, input, signature->data,
+                                              signature->len);
 
     default: /* NGX_PLATFORM_JWT_ECDSA */
         return ngx_platform_jwt_check_ecdsa(key, input, signature);
@@ -1133,10 +1161,9 @@ static ngx_int_t
 ngx_platform_jwt_check_ecdsa(ngx_platform_jwt_key_t *key, ngx_str_t *input,
     ngx_str_t *signature)
 {
-    int           ok, len;
+    int           len;
     u_char        der[256], *p;
     BIGNUM       *br, *bs;
-    EVP_MD_CTX   *md;
     ECDSA_SIG    *sig;
 
     if (signature->len != 2 * key->alg->size) {
@@ -1171,16 +1198,28 @@ ngx_platform_jwt_check_ecdsa(ngx_platform_jwt_key_t *key, ngx_str_t *input,
 
     ECDSA_SIG_free(sig);
 
+    return ngx_platform_jwt_verify_digest(key, input, der, len);
+}
+
+
+static ngx_int_t
+ngx_platform_jwt_verify_digest(ngx_platform_jwt_key_t *key, ngx_str_t *input,
+    u_char *sig, size_t len)
+{
+    int          ok;
+    EVP_MD_CTX  *md;
+
     md = EVP_MD_CTX_new();
     if (md == NULL) {
         return NGX_ERROR;
     }
 
-    ok = EVP_DigestVerifyInit(md, NULL, key->alg->md(), NULL, key->pkey) == 1
-         && EVP_DigestVerify(md, der, len, input->data, input->len) == 1;
+    ok = EVP_MD_CTX_copy_ex(md, key->verify) == 1
+         && EVP_DigestVerify(md, sig, len, input->data, input->len) == 1;
 
     EVP_MD_CTX_free(md);
 
+    /* a failed verification leaves its reasons in the error queue */
     ERR_clear_error();
 
     return ok ? NGX_OK : NGX_DECLINED;
