@@ -55,12 +55,7 @@ my @bad = (
       qr/"platform_pg" directive is not allowed/, 'platform_pg in a location' ],
 );
 
-for my $case (@bad) {
-    my ($text, $re, $name) = @$case;
-    $r = $t->check_config($text);
-    ok(!$r->{ok}, "$name: nginx -t fails");
-    like($r->{output}, $re, "$name: says why");
-}
+$t->config_refused(@$_) for @bad;
 
 $t->done;
 done_testing;

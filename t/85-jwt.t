@@ -632,12 +632,7 @@ my @bad = (
       qr/platform_jwt_(?:key|jwks)/, 'both platform_jwt_key and _jwks' ],
 );
 
-for my $case (@bad) {
-    my ($text, $re, $name) = @$case;
-    $r = $t->check_config($text);
-    ok(!$r->{ok}, "$name: nginx -t fails");
-    like($r->{output}, $re, "$name: says why");
-}
+$t->config_refused(@$_) for @bad;
 
 $t->done;
 done_testing;

@@ -88,6 +88,11 @@ instead of dying.
 
 Runs C<nginx -t> on the config; returns C<{ ok => 0|1, output => $text }>.
 
+=item $t->config_refused($http_snippet, qr/reason/, $name)
+
+Two tests: C<nginx -t> fails on the config, and its output matches the
+pattern (says why).
+
 =item $t->reload([$http_snippet, %opts])
 
 Rewrites the config when a snippet is given, sends SIGHUP (what C<nginx -s
@@ -374,6 +379,14 @@ sub _nginx_cmd {
     my $log = $self->{startup_log} // "$d/error.log";
     return ($self->{nginx}, '-p', "$d/", '-c', "$d/nginx.conf",
             '-e', $log, @args);
+}
+
+sub config_refused {
+    my ($self, $snippet, $reason, $name) = @_;
+    my $r = $self->check_config($snippet);
+    Test::More::ok(!$r->{ok}, "$name: nginx -t fails");
+    Test::More::like($r->{output}, $reason, "$name: says why");
+    return $r;
 }
 
 sub check_config {
