@@ -288,6 +288,10 @@ ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
 ngx_int_t ngx_platform_require_tenant(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 
+/* the countryCode header (ctx->identity.country), the same way */
+ngx_int_t ngx_platform_require_country(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
 ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
 ngx_str_t *ngx_platform_client_addr(ngx_http_request_t *r);
 
@@ -325,6 +329,9 @@ ngx_int_t ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
 /* maps NGX_PLATFORM_UNAVAILABLE, NGX_PLATFORM_TIMEOUT, NGX_ERROR */
 ngx_int_t ngx_platform_send_backend_error(ngx_http_request_t *r,
     ngx_int_t rc);
+
+/* the same recorded with ngx_platform_fail(), for a bare status */
+ngx_int_t ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc);
 
 /* a body that is already JSON, sent as it is */
 ngx_int_t ngx_platform_send_raw(ngx_http_request_t *r, ngx_uint_t status,

@@ -215,11 +215,6 @@ ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     token.data = p;
     token.len = end - p;
 
-    if (token.len > NGX_PLATFORM_JWT_MAX_SIZE) {
-        return ngx_platform_auth_invalid_token(r, ctx,
-                                               "The token is too large.");
-    }
-
     e = NULL;
 
     if (plcf->jwt_cache && ngx_platform_auth_ready) {
@@ -245,39 +240,33 @@ ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        ctx->identity.tenant = values[NGX_PLATFORM_AUTH_V_TENANT];
-        ctx->identity.subject = values[NGX_PLATFORM_AUTH_V_SUBJECT];
-        ctx->identity.merchant = values[NGX_PLATFORM_AUTH_V_MERCHANT];
-        ctx->identity.bearer = 1;
-
         ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_CACHED);
 
-        return NGX_OK;
-    }
+    } else {
+        ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_VERIFIED);
 
-    ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_VERIFIED);
+        reason = ngx_platform_jwt_verify(r, plcf, &token, &claims);
+        if (reason) {
+            return ngx_platform_auth_invalid_token(r, ctx, reason);
+        }
 
-    reason = ngx_platform_jwt_verify(r, plcf, &token, &claims);
-    if (reason) {
-        return ngx_platform_auth_invalid_token(r, ctx, reason);
-    }
-
-    ctx->identity.tenant = claims.tenant;
-    ctx->identity.subject = claims.subject;
-    ctx->identity.merchant = claims.merchant;
-    ctx->identity.bearer = 1;
-
-    if (plcf->jwt_cache && ngx_platform_auth_ready) {
         values[NGX_PLATFORM_AUTH_V_TENANT] = claims.tenant;
         values[NGX_PLATFORM_AUTH_V_SUBJECT] = claims.subject;
         values[NGX_PLATFORM_AUTH_V_MERCHANT] = claims.merchant;
 
-        e = ngx_platform_auth_cache_add(&ngx_platform_auth_tokens, plcf,
-                                        digest, values);
-        if (e) {
-            e->expires = claims.expires;
+        if (plcf->jwt_cache && ngx_platform_auth_ready) {
+            e = ngx_platform_auth_cache_add(&ngx_platform_auth_tokens, plcf,
+                                            digest, values);
+            if (e) {
+                e->expires = claims.expires;
+            }
         }
     }
+
+    ctx->identity.tenant = values[NGX_PLATFORM_AUTH_V_TENANT];
+    ctx->identity.subject = values[NGX_PLATFORM_AUTH_V_SUBJECT];
+    ctx->identity.merchant = values[NGX_PLATFORM_AUTH_V_MERCHANT];
+    ctx->identity.bearer = 1;
 
     return NGX_OK;
 }
@@ -365,9 +354,7 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         return NGX_DONE;
     }
 
-    return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                             "Service temporarily unavailable.",
-                             "A backend is unavailable; retry shortly.");
+    return ngx_platform_backend_fail(r, rc);
 }
 
 
@@ -435,20 +422,8 @@ ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
     ngx_platform_loc_conf_t    *plcf;
     ngx_platform_auth_entry_t  *e;
 
-    if (rc == NGX_ERROR) {
-        ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
     if (rc != NGX_OK) {
-        ngx_platform_continue(r, ngx_platform_fail(r,
-                                  NGX_HTTP_SERVICE_UNAVAILABLE,
-                                  "Service temporarily unavailable.",
-                                  rc == NGX_PLATFORM_TIMEOUT
-                                  ? "A backend did not answer in time; "
-                                    "retry shortly."
-                                  : "A backend is unavailable; retry "
-                                    "shortly."));
+        ngx_platform_continue(r, ngx_platform_backend_fail(r, rc));
         return;
     }
 
@@ -692,6 +667,18 @@ ngx_platform_require_tenant(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
+ngx_int_t
+ngx_platform_require_country(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    if (ctx->identity.country.len) {
+        return NGX_OK;
+    }
+
+    return ngx_platform_require_header(r, "countryCode",
+                                       &ctx->identity.country);
+}
+
+
 static ngx_int_t
 ngx_platform_auth_unauthorized(ngx_http_request_t *r, const char *message,
     const char *detail)
@@ -822,7 +809,7 @@ char *
 ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
     ngx_platform_loc_conf_t *conf)
 {
-    ngx_uint_t                 policy, needs;
+    ngx_uint_t                 needs;
     ngx_platform_route_t      *route;
     ngx_http_core_loc_conf_t  *clcf;
     ngx_platform_main_conf_t  *pmcf;
@@ -846,8 +833,7 @@ ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
     needs = 0;
 
     for (route = conf->family->routes; route->pattern; route++) {
-        policy = ngx_platform_auth_policy_of(conf, route);
-        needs |= policy;
+        needs |= ngx_platform_auth_policy_of(conf, route);
     }
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);

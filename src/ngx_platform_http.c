@@ -33,6 +33,7 @@ static ngx_int_t ngx_platform_check_content_type(ngx_http_request_t *r);
 static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_refuse(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_int_t ngx_platform_proceed(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_run(ngx_http_request_t *r,
@@ -72,9 +73,7 @@ ngx_platform_handler(ngx_http_request_t *r)
     }
 
     if (rc != NGX_OK) {
-        /* a body left unread would be taken for the next request */
-        (void) ngx_http_discard_request_body(r);
-        return ngx_platform_settle(r, rc);
+        return ngx_platform_refuse(r, rc);
     }
 
     return ngx_platform_proceed(r, ctx);
@@ -91,8 +90,7 @@ ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
     r->read_event_handler = ngx_http_block_reading;
 
     if (rc != NGX_OK) {
-        (void) ngx_http_discard_request_body(r);
-        ngx_http_finalize_request(r, ngx_platform_settle(r, rc));
+        ngx_http_finalize_request(r, ngx_platform_refuse(r, rc));
         return;
     }
 
@@ -104,6 +102,18 @@ ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
      */
 
     ngx_http_finalize_request(r, rc);
+}
+
+
+/* a request refused before its body was read */
+
+static ngx_int_t
+ngx_platform_refuse(ngx_http_request_t *r, ngx_int_t rc)
+{
+    /* a body left unread would be taken for the next request */
+    (void) ngx_http_discard_request_body(r);
+
+    return ngx_platform_settle(r, rc);
 }
 
 
@@ -125,8 +135,7 @@ ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     rc = ngx_platform_check_content_type(r);
     if (rc != NGX_OK) {
-        (void) ngx_http_discard_request_body(r);
-        return ngx_platform_settle(r, rc);
+        return ngx_platform_refuse(r, rc);
     }
 
     rc = ngx_http_read_client_request_body(r, ngx_platform_body_handler);

@@ -26,6 +26,8 @@ static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r,
 static const char *ngx_platform_text(ngx_platform_ctx_t *ctx,
     const char *en);
 static const char *ngx_platform_status_text(ngx_uint_t status);
+static ngx_uint_t ngx_platform_backend_error(ngx_int_t rc,
+    const char **message, const char **detail);
 static u_char *ngx_platform_json_escape(u_char *dst, const char *src);
 
 
@@ -351,22 +353,47 @@ ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
 ngx_int_t
 ngx_platform_send_backend_error(ngx_http_request_t *r, ngx_int_t rc)
 {
+    ngx_uint_t   status;
+    const char  *message, *detail;
+
+    status = ngx_platform_backend_error(rc, &message, &detail);
+
+    return ngx_platform_send_error(r, status, message, detail);
+}
+
+
+ngx_int_t
+ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_uint_t   status;
+    const char  *message, *detail;
+
+    status = ngx_platform_backend_error(rc, &message, &detail);
+
+    return ngx_platform_fail(r, status, message, detail);
+}
+
+
+static ngx_uint_t
+ngx_platform_backend_error(ngx_int_t rc, const char **message,
+    const char **detail)
+{
     switch (rc) {
 
     case NGX_PLATFORM_TIMEOUT:
-        return ngx_platform_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                   "Service temporarily unavailable.",
-                   "A backend did not answer in time; retry shortly.");
+        *message = "Service temporarily unavailable.";
+        *detail = "A backend did not answer in time; retry shortly.";
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
 
     case NGX_PLATFORM_UNAVAILABLE:
-        return ngx_platform_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                   "Service temporarily unavailable.",
-                   "A backend is unavailable; retry shortly.");
+        *message = "Service temporarily unavailable.";
+        *detail = "A backend is unavailable; retry shortly.";
+        return NGX_HTTP_SERVICE_UNAVAILABLE;
 
     default:
-        return ngx_platform_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                   "Internal server error.",
-                   "The request could not be completed.");
+        *message = "Internal server error.";
+        *detail = "The request could not be completed.";
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 }
 

@@ -114,8 +114,8 @@ static ngx_platform_jwt_alg_t *ngx_platform_jwt_alg(u_char *name,
     size_t len);
 static char *ngx_platform_jwt_read_file(ngx_conf_t *cf, ngx_str_t *name,
     ngx_str_t *content);
-static char *ngx_platform_jwt_set_secret(ngx_conf_t *cf,
-    ngx_platform_jwt_key_t *key, u_char *secret, size_t len);
+static char *ngx_platform_jwt_set_secret(ngx_platform_jwt_key_t *key,
+    u_char *secret, size_t len);
 static char *ngx_platform_jwt_check_pkey(ngx_conf_t *cf,
     ngx_platform_jwt_key_t *key);
 static ngx_int_t ngx_platform_jwt_track(ngx_conf_t *cf, void *object,
@@ -243,7 +243,7 @@ ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
         }
 
-        rv = ngx_platform_jwt_set_secret(cf, key, content.data, content.len);
+        rv = ngx_platform_jwt_set_secret(key, content.data, content.len);
         if (rv != NGX_CONF_OK) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\"",
                                rv, &value[2]);
@@ -485,8 +485,8 @@ failed:
 
 
 static char *
-ngx_platform_jwt_set_secret(ngx_conf_t *cf, ngx_platform_jwt_key_t *key,
-    u_char *secret, size_t len)
+ngx_platform_jwt_set_secret(ngx_platform_jwt_key_t *key, u_char *secret,
+    size_t len)
 {
     if (len < key->alg->size) {
         switch (key->alg->size) {
@@ -499,12 +499,9 @@ ngx_platform_jwt_set_secret(ngx_conf_t *cf, ngx_platform_jwt_key_t *key,
         }
     }
 
-    key->secret.data = ngx_pnalloc(cf->pool, len);
-    if (key->secret.data == NULL) {
-        return "out of memory";
-    }
+    /* the buffer is the configuration pool's already */
 
-    ngx_memcpy(key->secret.data, secret, len);
+    key->secret.data = secret;
     key->secret.len = len;
 
     return NGX_CONF_OK;
@@ -705,7 +702,7 @@ ngx_platform_jwt_jwk(ngx_conf_t *cf, json_t *jwk, ngx_platform_jwt_key_t *key)
             return rv;
         }
 
-        return ngx_platform_jwt_set_secret(cf, key, secret.data, secret.len);
+        return ngx_platform_jwt_set_secret(key, secret.data, secret.len);
     }
 
 #if (OPENSSL_VERSION_NUMBER >= 0x30000000L)

@@ -106,12 +106,13 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         return rc;
     }
 
-    tenant = ctx->identity.tenant;
-
-    rc = ngx_platform_require_header(r, "countryCode", &country);
+    rc = ngx_platform_require_country(r, ctx);
     if (rc != NGX_OK) {
         return rc;
     }
+
+    tenant = ctx->identity.tenant;
+    country = ctx->identity.country;
 
     if (ctx->nparams > 0) {
         code = ctx->params[0];

@@ -82,13 +82,14 @@ ngx_platform_tms_delivery_order(ngx_http_request_t *r,
         return rc;
     }
 
-    rc = ngx_platform_require_header(r, "countryCode", &params[2]);
+    rc = ngx_platform_require_country(r, ctx);
     if (rc != NGX_OK) {
         return rc;
     }
 
     params[0] = ctx->params[0];
     params[1] = ctx->identity.tenant;
+    params[2] = ctx->identity.country;
 
     if (!ngx_platform_is_uuid(&params[0])) {
         return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
