@@ -104,6 +104,31 @@ is(account($t, key => $cached, port => 2)->{status}, 200,
 is($t->request('GET', '/api/v1/products/classifications')->{status}, 200,
    'classifications');
 
+# What a lookup found is cached by key id: varying the secret part of one
+# id, known or not, never reaches PostgreSQL again within the cache time.
+
+my $secret = sub { join('', map { $c[int rand @c] } 1 .. 43) };
+
+my $before = lookups($t);
+for (1 .. 20) {
+    my $r = account($t, key => 'plk_00000000000000ff.' . $secret->(),
+                    port => 2);
+    is($r->{status}, 401, 'an unknown key id is 401') if $_ == 1;
+}
+is(lookups($t), $before + 1,
+   'twenty secrets of one unknown id: one lookup');
+
+$before = lookups($t);
+for (1 .. 20) {
+    my $r = account($t, key => 'plk_00000000000000a2.' . $secret->(),
+                    port => 2);
+    is($r->{status}, 401, 'a known id with a wrong secret is 401')
+        if $_ == 1;
+}
+is(lookups($t), $before, 'wrong secrets of a cached id: no lookup');
+is(account($t, key => $cached, port => 2)->{status}, 200,
+   'and the right secret still passes from the cache');
+
 my $lock = $t->hold_lock('api_keys', 2);
 pass('the test holds a lock on api_keys');
 
@@ -163,7 +188,7 @@ ok(!defined $r->{headers}{'www-authenticate'}, 'not a 401');
 $r = account($t, key => 'plk_00000000000000a1.short');
 is($r->{status}, 401, 'PostgreSQL down: a malformed key is still 401');
 
-my $before = lookups($t);
+$before = lookups($t);
 $r = account($t, key => $cached, port => 2);
 is($r->{status}, 503,
    'a cached key passes; the account itself needs PostgreSQL');
