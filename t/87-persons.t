@@ -106,6 +106,7 @@ is($r->{json}{message}, 'Person account retrieved.', 'message');
 is_deeply($r->{json}{errors}, [], 'errors []');
 is_deeply([ sort keys %{$r->{json}} ],
           [ qw(data errors message succeeded) ], 'envelope members');
+ok(compact($r->{content}), 'the envelope and document are compact JSON');
 
 my $d = $r->{json}{data};
 my %types = map { $_ => json_type($d->{$_}) } keys %$d;
@@ -269,6 +270,12 @@ is($r->{status}, 404, 'unknown path');
 is($r->{json}{succeeded}, JSON::PP::false, 'unknown path: Envelope A');
 ok(exists $r->{json}{data} && !defined $r->{json}{data},
    'unknown path: data null');
+
+# the body is compact JSON: no white space outside strings
+sub compact {
+    (my $outside = shift) =~ s/"(?:[^"\\]|\\.)*"//g;
+    return $outside !~ /\s/;
+}
 
 $t->done;
 done_testing;
