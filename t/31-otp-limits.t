@@ -191,7 +191,8 @@ $t->config_refused(conf('platform_otp_tenant_attempts -3 5m;'),
     qr/invalid number of attempts "-3"/, 'negative attempts');
 $t->config_refused(conf('platform_otp_tenant_attempts many 5m;'),
     qr/invalid number of attempts "many"/, 'not a number');
-$t->config_refused(conf('platform_otp_tenant_attempts 99999999999999999999 5m;'),
+$t->config_refused(
+    conf('platform_otp_tenant_attempts 99999999999999999999 5m;'),
     qr/invalid number of attempts/, 'too many to count');
 $t->config_refused(conf('platform_otp_tenant_attempts 100 never;'),
     qr/invalid attempts window "never"/, 'bad window');
