@@ -31,6 +31,8 @@ static char *ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_platform_otp_tenant_attempts(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
     void *data);
 
@@ -233,6 +235,13 @@ static ngx_command_t  ngx_platform_commands[] = {
     { ngx_string("platform_otp_attempts"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
       ngx_platform_otp_attempts,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_otp_tenant_attempts"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_platform_otp_tenant_attempts,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -549,6 +558,8 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
 
     plcf->otp_max_attempts = NGX_CONF_UNSET_UINT;
     plcf->otp_attempts_window = NGX_CONF_UNSET;
+    plcf->otp_tenant_attempts = NGX_CONF_UNSET_UINT;
+    plcf->otp_tenant_window = NGX_CONF_UNSET;
     plcf->cache_max_age = NGX_CONF_UNSET;
     plcf->cache_time = NGX_CONF_UNSET_MSEC;
     plcf->auth = NGX_CONF_UNSET_UINT;
@@ -591,6 +602,12 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               prev->otp_max_attempts, 10);
     ngx_conf_merge_value(conf->otp_attempts_window,
                          prev->otp_attempts_window, 300);
+
+    /* no tenant ceiling unless the operator sets one (see the README) */
+    ngx_conf_merge_uint_value(conf->otp_tenant_attempts,
+                              prev->otp_tenant_attempts, 0);
+    ngx_conf_merge_value(conf->otp_tenant_window,
+                         prev->otp_tenant_window, 0);
     ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);
     ngx_conf_merge_msec_value(conf->cache_time, prev->cache_time, 1000);
 
@@ -678,6 +695,60 @@ ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     plcf->otp_attempts_window = ngx_parse_time(&value[2], 1);
     if (plcf->otp_attempts_window == (time_t) NGX_ERROR
         || plcf->otp_attempts_window == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid attempts window \"%V\"", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_otp_tenant_attempts 1000 5m; platform_otp_tenant_attempts off; */
+
+static char *
+ngx_platform_otp_tenant_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_platform_loc_conf_t *plcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (plcf->otp_tenant_attempts != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2) {
+
+        /* "off" lifts a ceiling set at an outer level */
+        if (ngx_strcmp(value[1].data, "off") == 0) {
+            plcf->otp_tenant_attempts = 0;
+            plcf->otp_tenant_window = 0;
+            return NGX_CONF_OK;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" needs a number of attempts and a window, "
+                           "or \"off\"", &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    n = ngx_atoi(value[1].data, value[1].len);
+    if (n <= 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid number of attempts \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    plcf->otp_tenant_attempts = n;
+
+    plcf->otp_tenant_window = ngx_parse_time(&value[2], 1);
+    if (plcf->otp_tenant_window == (time_t) NGX_ERROR
+        || plcf->otp_tenant_window == 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid attempts window \"%V\"", &value[2]);

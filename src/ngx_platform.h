@@ -169,6 +169,10 @@ typedef struct {
     ngx_uint_t                 otp_max_attempts;
     time_t                     otp_attempts_window;
 
+    /* OTP: failed attempts allowed per tenant, all clients; 0: no ceiling */
+    ngx_uint_t                 otp_tenant_attempts;
+    time_t                     otp_tenant_window;
+
     /* Cache-Control max-age of cacheable reads (classifications) */
     time_t                     cache_max_age;
 

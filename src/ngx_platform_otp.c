@@ -5,8 +5,10 @@
  * GET /validate-otp/{code} with headers tenantId and countryCode. Codes
  * live in Redis under otp:{tenantId}:{countryCode}:{code}; a found code is
  * deleted as it is read (single use). Failed attempts (400 and 404) count
- * per tenant and client address in otp:attempts:{tenantId}:{addr}, which
- * expires with the window; past the limit every answer is 429.
+ * per tenant and client in otp:attempts:{tenantId}:{client}, where the
+ * client is an IPv4 address or an IPv6 /64, and, when the operator sets a
+ * ceiling, per tenant in otp:attempts:{tenantId}; each key expires with its
+ * window, and past either limit every answer is 429.
  */
 
 
@@ -25,6 +27,8 @@
 static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
+static ngx_int_t ngx_platform_otp_client(ngx_http_request_t *r,
+    ngx_str_t *client);
 static void ngx_platform_otp_done(void *data, redisReply *reply,
     ngx_int_t rc);
 static ngx_int_t ngx_platform_otp_respond(ngx_http_request_t *r,
@@ -34,32 +38,52 @@ static ngx_int_t ngx_platform_otp_locked(ngx_http_request_t *r,
 
 
 /*
- * One atomic round trip. The limit is checked first, so a locked-out
+ * One atomic round trip. The limits are checked first, so a locked-out
  * client learns nothing, not even about a valid code. DEL answers 1 only
  * for an existing key: the read and the delete are one step (the stored
- * value carries nothing we need, so no GETDEL).
+ * value carries nothing we need, so no GETDEL). A failure counts against
+ * the client and, with a ceiling, against the tenant; an attempt refused
+ * with 429 counts against neither, so a window is never prolonged.
  *
- * KEYS[1] code key, KEYS[2] attempts key
- * ARGV[1] max attempts, ARGV[2] window (s), ARGV[3] "1" if well-formed
+ * KEYS[1] code key, KEYS[2] client attempts key, KEYS[3] tenant attempts key
+ * ARGV[1] max attempts, ARGV[2] window (s), ARGV[3] "1" if well-formed,
+ * ARGV[4] tenant max attempts ("0": no ceiling), ARGV[5] tenant window (s)
  * returns {status, retry-after seconds}
  */
 
 static ngx_platform_redis_script_t  ngx_platform_otp_script = {
-    "local n = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n"
-    "if n >= tonumber(ARGV[1]) then\n"
-    "  local ttl = redis.call('PTTL', KEYS[2])\n"
-    "  if ttl < 0 then\n"
-    "    redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
-    "    ttl = tonumber(ARGV[2]) * 1000\n"
+    "local function wait(key, max, window)\n"
+    "  local n = tonumber(redis.call('GET', key) or '0') or 0\n"
+    "  if n < max then\n"
+    "    return 0\n"
     "  end\n"
-    "  return {429, math.ceil(ttl / 1000)}\n"
+    "  local ttl = redis.call('PTTL', key)\n"
+    "  if ttl < 0 then\n"
+    "    redis.call('EXPIRE', key, window)\n"
+    "    ttl = window * 1000\n"
+    "  end\n"
+    "  return math.ceil(ttl / 1000)\n"
+    "end\n"
+    "local function fail(key, window)\n"
+    "  redis.call('INCR', key)\n"
+    "  if redis.call('TTL', key) < 0 then\n"
+    "    redis.call('EXPIRE', key, window)\n"
+    "  end\n"
+    "end\n"
+    "local tmax = tonumber(ARGV[4])\n"
+    "local t = wait(KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]))\n"
+    "if tmax > 0 then\n"
+    "  t = math.max(t, wait(KEYS[3], tmax, tonumber(ARGV[5])))\n"
+    "end\n"
+    "if t > 0 then\n"
+    "  return {429, t}\n"
     "end\n"
     "if ARGV[3] == '1' and redis.call('DEL', KEYS[1]) == 1 then\n"
     "  return {200, 0}\n"
     "end\n"
-    "redis.call('INCR', KEYS[2])\n"
-    "if redis.call('TTL', KEYS[2]) < 0 then\n"
-    "  redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
+    "fail(KEYS[2], ARGV[2])\n"
+    "if tmax > 0 then\n"
+    "  fail(KEYS[3], ARGV[5])\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
     "  return {404, 0}\n"
@@ -99,11 +123,13 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     u_char                   *p;
     u_char                    max[NGX_INT_T_LEN];
     u_char                    window[NGX_TIME_T_LEN];
-    size_t                    argvlen[5];
-    ngx_str_t                 tenant, country, code, *addr;
-    ngx_str_t                 otp_key, attempts_key;
+    u_char                    tmax[NGX_INT_T_LEN];
+    u_char                    twindow[NGX_TIME_T_LEN];
+    size_t                    argvlen[8];
+    ngx_str_t                 tenant, country, code, client;
+    ngx_str_t                 otp_key, attempts_key, tenant_key;
     ngx_uint_t                valid;
-    const char               *argv[5];
+    const char               *argv[8];
     ngx_platform_loc_conf_t  *plcf;
 
     tenant = ctx->identity.tenant;
@@ -118,7 +144,10 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
-    addr = ngx_platform_client_addr(r);
+
+    if (ngx_platform_otp_client(r, &client) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     otp_key.len = sizeof("otp:::") - 1 + tenant.len + country.len + code.len;
     otp_key.data = ngx_pnalloc(r->pool, otp_key.len);
@@ -129,33 +158,121 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     p = ngx_sprintf(otp_key.data, "otp:%V:%V:%V", &tenant, &country, &code);
     otp_key.len = p - otp_key.data;
 
-    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + addr->len;
+    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + client.len;
     attempts_key.data = ngx_pnalloc(r->pool, attempts_key.len);
     if (attempts_key.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_sprintf(attempts_key.data, "otp:attempts:%V:%V", &tenant, addr);
+    p = ngx_sprintf(attempts_key.data, "otp:attempts:%V:%V", &tenant, &client);
     attempts_key.len = p - attempts_key.data;
+
+    /*
+     * Three parts, where a client key has four: a tenant id has no colon
+     * (the request core refuses one), so no client key can be this one.
+     */
+
+    tenant_key.len = attempts_key.len - client.len - 1;
+    tenant_key.data = attempts_key.data;
 
     argv[0] = (const char *) otp_key.data;
     argvlen[0] = otp_key.len;
     argv[1] = (const char *) attempts_key.data;
     argvlen[1] = attempts_key.len;
+    argv[2] = (const char *) tenant_key.data;
+    argvlen[2] = tenant_key.len;
 
-    argv[2] = (const char *) max;
-    argvlen[2] = ngx_sprintf(max, "%ui", plcf->otp_max_attempts) - max;
+    argv[3] = (const char *) max;
+    argvlen[3] = ngx_sprintf(max, "%ui", plcf->otp_max_attempts) - max;
 
-    argv[3] = (const char *) window;
-    argvlen[3] = ngx_sprintf(window, "%T", plcf->otp_attempts_window)
+    argv[4] = (const char *) window;
+    argvlen[4] = ngx_sprintf(window, "%T", plcf->otp_attempts_window)
                  - window;
 
-    argv[4] = valid ? "1" : "0";
-    argvlen[4] = 1;
+    argv[5] = valid ? "1" : "0";
+    argvlen[5] = 1;
+
+    argv[6] = (const char *) tmax;
+    argvlen[6] = ngx_sprintf(tmax, "%ui", plcf->otp_tenant_attempts) - tmax;
+
+    argv[7] = (const char *) twindow;
+    argvlen[7] = ngx_sprintf(twindow, "%T", plcf->otp_tenant_window)
+                 - twindow;
 
     /* the arguments are copied: the stack buffers may go */
-    return ngx_platform_eval(r, &ngx_platform_otp_script, 2, 5, argv, argvlen,
+    return ngx_platform_eval(r, &ngx_platform_otp_script, 3, 8, argv, argvlen,
                              ngx_platform_otp_done);
+}
+
+
+/*
+ * Whose attempts these are: an IPv4 address, or the /64 of an IPv6 one,
+ * since one host often holds a whole /64; an IPv4-mapped address is its
+ * IPv4 address. Read from the sockaddr, which the realip module replaces,
+ * so the address an operator trusts is the one counted.
+ */
+
+static ngx_int_t
+ngx_platform_otp_client(ngx_http_request_t *r, ngx_str_t *client)
+{
+    u_char               *p;
+    ngx_connection_t     *c;
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    size_t                n;
+    u_char                prefix[16];
+    struct sockaddr_in6  *sin6;
+#endif
+
+    c = r->connection;
+
+    switch (c->sockaddr->sa_family) {
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) c->sockaddr;
+        p = (u_char *) &sin->sin_addr;
+        break;
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) c->sockaddr;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            p = &sin6->sin6_addr.s6_addr[12];
+            break;
+        }
+
+        client->data = ngx_pnalloc(r->pool,
+                                   NGX_INET6_ADDRSTRLEN + sizeof("/64") - 1);
+        if (client->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(prefix, sin6->sin6_addr.s6_addr, 8);
+        ngx_memzero(&prefix[8], 8);
+
+        n = ngx_inet6_ntop(prefix, client->data, NGX_INET6_ADDRSTRLEN);
+        client->len = ngx_cpymem(client->data + n, "/64", 3) - client->data;
+
+        return NGX_OK;
+#endif
+
+    default:
+        /* a unix socket: every client is the same one */
+        *client = c->addr_text;
+        return NGX_OK;
+    }
+
+    client->data = ngx_pnalloc(r->pool, NGX_INET_ADDRSTRLEN);
+    if (client->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    client->len = ngx_sprintf(client->data, "%ud.%ud.%ud.%ud",
+                              p[0], p[1], p[2], p[3])
+                  - client->data;
+
+    return NGX_OK;
 }
 
 
