@@ -1266,7 +1266,12 @@ ngx_platform_header_filter(ngx_http_request_t *r)
     ngx_platform_ctx_t       *ctx;
     ngx_platform_loc_conf_t  *plcf;
 
-    status = r->headers_out.status;
+    /*
+     * err_status marks nginx's own error pages: a response that a nested
+     * location proxies, say, keeps its body
+     */
+
+    status = r->err_status;
 
     if (r != r->main || status < NGX_HTTP_BAD_REQUEST) {
         return ngx_http_next_header_filter(r);

@@ -165,6 +165,22 @@ my $missing = 'a0000000-0000-4000-8000-000000000099';
 
         location /api/ { platform_persons; platform_auth apikey; }
     }
+
+    # 13: a nested location that proxies: its errors are the upstream's
+    server {
+        listen 127.0.0.1:%%PORT_13%%;
+        server_name op91;
+
+        location /tms/ {
+            platform_tms;
+            location /tms/legacy/ { proxy_pass http://127.0.0.1:%%PORT_14%%; }
+        }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_14%%;
+        location / { return 404 "legacy says no"; }
+    }
 EOF
 
 $t->run($conf);
@@ -303,6 +319,13 @@ ok(defined $r->{status}, 'error_page out of a module location: answered '
 $r = bad_chunked(12, "apiKey: not-a-key\r\n");
 ok(defined $r->{status}, 'error_page from one module location into '
    . 'another: answered ' . ($r->{status} // 'nothing'));
+
+# 13: a proxied error response keeps its own body
+$r = get(13, '/tms/legacy/x');
+is($r->{status}, 404, 'a proxied 404 in a nested location');
+is($r->{content}, 'legacy says no', 'keeps the upstream\'s body');
+is_order(get(13, "/tms/delivery-orders/$order"),
+         'the module beside the proxying nested location');
 
 # the context of every line of those requests
 
