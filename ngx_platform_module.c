@@ -15,6 +15,7 @@
 #include "ngx_platform_redis.h"
 
 
+static ngx_int_t ngx_platform_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_platform_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_platform_init_process(ngx_cycle_t *cycle);
 static void ngx_platform_exit_process(ngx_cycle_t *cycle);
@@ -147,47 +148,17 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, redis_timeout),
       NULL },
 
-    { ngx_string("platform_otp"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_platform_family,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      &ngx_platform_otp_family },
+    /* platform_otp; platform_tms; ...: one per family of the registry */
 
-    { ngx_string("platform_products"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_platform_family,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      &ngx_platform_products_family },
-
-    { ngx_string("platform_tms"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_platform_family,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      &ngx_platform_tms_family },
-
-    { ngx_string("platform_health"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_platform_family,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      &ngx_platform_health_family },
-
-    { ngx_string("platform_metrics"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_platform_family,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      &ngx_platform_metrics_family },
-
-    { ngx_string("platform_persons"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
-      ngx_platform_family,
-      NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      &ngx_platform_persons_family },
+#define NGX_PLATFORM_FAMILY(name)                                           \
+    { ngx_string("platform_" #name),                                        \
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,                                    \
+      ngx_platform_family,                                                  \
+      NGX_HTTP_LOC_CONF_OFFSET,                                             \
+      0,                                                                    \
+      &ngx_platform_##name##_family },
+#include "ngx_platform_families.h"
+#undef NGX_PLATFORM_FAMILY
 
     { ngx_string("platform_auth"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
@@ -285,7 +256,7 @@ static ngx_command_t  ngx_platform_commands[] = {
 
 
 static ngx_http_module_t  ngx_platform_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_platform_preconfiguration,         /* preconfiguration */
     ngx_platform_postconfiguration,        /* postconfiguration */
 
     ngx_platform_create_main_conf,         /* create main configuration */
@@ -315,6 +286,37 @@ ngx_module_t  ngx_platform_module = {
 };
 
 
+/* the registry: every family of ngx_platform_families.h, in its order */
+
+ngx_platform_family_t  *ngx_platform_families[] = {
+#define NGX_PLATFORM_FAMILY(name)  &ngx_platform_##name##_family,
+#include "ngx_platform_families.h"
+#undef NGX_PLATFORM_FAMILY
+    NULL
+};
+
+
+static ngx_int_t
+ngx_platform_preconfiguration(ngx_conf_t *cf)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; ngx_platform_families[i]; i++) {
+
+        if (i == NGX_PLATFORM_FAMILIES_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "more than %d platform families",
+                               NGX_PLATFORM_FAMILIES_MAX);
+            return NGX_ERROR;
+        }
+
+        ngx_platform_families[i]->index = i;
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_platform_postconfiguration(ngx_conf_t *cf)
 {
@@ -329,6 +331,10 @@ ngx_platform_postconfiguration(ngx_conf_t *cf)
     }
 
     *h = ngx_platform_metrics_log_handler;
+
+    if (ngx_platform_filter_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     return ngx_platform_metrics_add_zone(cf);
 }
@@ -368,7 +374,7 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
-    ngx_platform_metrics_init_process();
+    ngx_platform_metrics_init_process(cycle);
 
     return NGX_OK;
 }
@@ -562,6 +568,25 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_platform_loc_conf_t *prev = parent;
     ngx_platform_loc_conf_t *conf = child;
 
+    ngx_http_core_loc_conf_t  *clcf;
+
+    /*
+     * "if", "limit_except" and nested locations have configurations of
+     * their own, filled only here: they serve the family of the location
+     * around them, unless they name a content handler of their own.
+     */
+
+    if (conf->family == NULL && prev->family) {
+        conf->family = prev->family;
+        conf->routes = prev->routes;
+
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+        if (clcf->handler == NULL) {
+            clcf->handler = ngx_platform_handler;
+        }
+    }
+
     ngx_conf_merge_uint_value(conf->otp_max_attempts,
                               prev->otp_max_attempts, 10);
     ngx_conf_merge_value(conf->otp_attempts_window,
@@ -587,6 +612,8 @@ ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_platform_loc_conf_t *plcf = conf;
 
+    char                      *rv;
+    ngx_platform_family_t     *family;
     ngx_platform_main_conf_t  *pmcf;
     ngx_http_core_loc_conf_t  *clcf;
 
@@ -594,10 +621,27 @@ ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "is duplicate";
     }
 
-    plcf->family = cmd->post;
-
+    family = cmd->post;
     pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
-    pmcf->backends |= plcf->family->backends;
+
+    /* the first location of a family compiles its routes for all */
+
+    if (pmcf->routes[family->index] == NULL) {
+        rv = ngx_platform_check_texts(cf, family);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+
+        pmcf->routes[family->index] = ngx_platform_compile_routes(cf, family);
+        if (pmcf->routes[family->index] == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    plcf->family = family;
+    plcf->routes = pmcf->routes[family->index];
+
+    pmcf->backends |= family->backends;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_platform_handler;

@@ -1,7 +1,15 @@
 
 /*
  * ngx_platform: shared declarations of the module core, the request
- * machinery (routing, envelopes, bodies) and the endpoint families.
+ * machinery (endpoint tables, inputs, envelopes, operations) and the
+ * endpoint families.
+ *
+ * Layers point one way: a family (ngx_platform_<family>.c) declares its
+ * endpoints; the request core (ngx_platform_http.c, _schema.c, _json.c)
+ * routes, authenticates and checks every declared input, then runs the
+ * endpoint's operation through the runners (ngx_platform_op.c), which
+ * use the transports (ngx_platform_pg.c, ngx_platform_redis.c). The
+ * transports know nothing of HTTP.
  */
 
 
@@ -22,6 +30,9 @@ typedef struct ngx_platform_family_s    ngx_platform_family_t;
 typedef struct _PQconninfoOption        ngx_platform_pg_options_t;
 typedef struct ngx_platform_ctx_s       ngx_platform_ctx_t;
 typedef struct ngx_platform_jwt_conf_s  ngx_platform_jwt_conf_t;
+typedef struct ngx_platform_sql_s       ngx_platform_sql_t;
+typedef struct ngx_platform_field_s     ngx_platform_field_t;
+typedef struct ngx_platform_route_s     ngx_platform_route_t;
 
 
 /* envelope of a family, decisions.md section 1 */
@@ -45,20 +56,52 @@ typedef struct ngx_platform_jwt_conf_s  ngx_platform_jwt_conf_t;
 #define NGX_PLATFORM_TIMEOUT         -101   /* backend too slow: 503 */
 
 
-#define NGX_PLATFORM_MAX_PARAMS      4
+/* families of the registry, at most */
+#define NGX_PLATFORM_FAMILIES_MAX    24
+
+/* path captures and query arguments of one endpoint */
+#define NGX_PLATFORM_MAX_ARGS        8
+/* parameters of one statement */
+#define NGX_PLATFORM_MAX_PARAMS      8
 
 
 /* credentials a route requires, decisions.md section 2 (platform_auth) */
 #define NGX_PLATFORM_AUTH_NONE       0x00
 #define NGX_PLATFORM_AUTH_BEARER     0x01
 #define NGX_PLATFORM_AUTH_APIKEY     0x02
-#define NGX_PLATFORM_AUTH_TENANT     0x04   /* the family's tenancy headers */
+#define NGX_PLATFORM_AUTH_TENANT     0x04   /* the tenancy headers */
 
 
-/* tenancy headers of a family */
-#define NGX_PLATFORM_HEADER_TENANT   0x01   /* tenantId */
-#define NGX_PLATFORM_HEADER_COUNTRY  0x02   /* countryCode */
-#define NGX_PLATFORM_HEADER_USER     0x04   /* userId */
+/*
+ * Inputs the core guarantees before an operation runs. With
+ * NGX_PLATFORM_AUTH_TENANT in the policy the tenantId header is required
+ * (and must agree with any credential); without it the tenant may come
+ * from the credentials alone.
+ */
+#define NGX_PLATFORM_IN_TENANT       0x01   /* a tenant: 400 without one */
+#define NGX_PLATFORM_IN_COUNTRY      0x02   /* countryCode header: 400 */
+#define NGX_PLATFORM_IN_USER         0x04   /* userId header: 400 */
+#define NGX_PLATFORM_IN_MERCHANT     0x08   /* merchantId claim: 403 */
+#define NGX_PLATFORM_IN_NO_HEAD      0x10   /* changes state: no HEAD */
+
+
+/* types of body fields, query arguments and path captures */
+#define NGX_PLATFORM_T_STRING        1
+#define NGX_PLATFORM_T_UUID          2      /* canonical 8-4-4-4-12 hex */
+#define NGX_PLATFORM_T_INTEGER       3
+#define NGX_PLATFORM_T_NUMBER        4
+#define NGX_PLATFORM_T_BOOLEAN       5
+#define NGX_PLATFORM_T_OBJECT        6
+#define NGX_PLATFORM_T_ARRAY         7
+#define NGX_PLATFORM_T_ENUM          8      /* a string among values */
+#define NGX_PLATFORM_T_DATE          9      /* ISO 8601 YYYY-MM-DD */
+#define NGX_PLATFORM_T_DATETIME      10     /* ISO 8601 date or date-time */
+
+/* flags of a field */
+#define NGX_PLATFORM_F_REQUIRED      0x01
+#define NGX_PLATFORM_F_NULLABLE      0x02   /* null is accepted */
+#define NGX_PLATFORM_F_MIN           0x04   /* min applies */
+#define NGX_PLATFORM_F_MAX           0x08   /* max applies */
 
 
 /* counters of the metrics zone */
@@ -77,7 +120,8 @@ typedef struct ngx_platform_jwt_conf_s  ngx_platform_jwt_conf_t;
 #define NGX_PLATFORM_M_TOKENS_REFUSED       12
 #define NGX_PLATFORM_M_APIKEY_LOOKUPS       13
 #define NGX_PLATFORM_M_APIKEYS_REFUSED      14
-#define NGX_PLATFORM_M_MAX                  15
+#define NGX_PLATFORM_M_PG_RETRIES           15
+#define NGX_PLATFORM_M_MAX                  16
 
 /* HTTP statuses counted one by one; the last slot is "other" */
 #define NGX_PLATFORM_STATUSES               19
@@ -108,6 +152,9 @@ typedef struct {
     /* entries of each per-worker authentication cache */
     ngx_uint_t                 auth_cache_size;
 
+    /* the routes of each family, compiled once: by family index */
+    ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
+
     /* per-worker runtime state, created in init_process */
     ngx_platform_pg_pool_t    *pg;
     ngx_platform_redis_t      *redis;
@@ -116,6 +163,7 @@ typedef struct {
 
 typedef struct {
     ngx_platform_family_t     *family;
+    ngx_array_t               *routes;    /* of ngx_platform_route_t */
 
     /* OTP: failed attempts allowed per tenant and client in a window */
     ngx_uint_t                 otp_max_attempts;
@@ -143,46 +191,111 @@ typedef struct {
 } ngx_platform_loc_conf_t;
 
 
-/*
- * A route handler runs once the route, method and version are checked.
- * It returns what a send function returned, a bare HTTP error status
- * (an envelope is made for it, with the text of ngx_platform_fail() when
- * that recorded one), or NGX_DONE when a backend operation answers later;
- * the completion then calls ngx_platform_finalize() the same way.
- */
-typedef ngx_int_t (*ngx_platform_route_pt)(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
-
-
+/* a message in English and in French (Envelope A families answer both) */
 typedef struct {
-    ngx_uint_t                 method;    /* NGX_HTTP_GET, ... */
-
-    /*
-     * Path pattern matched segment by segment: literal segments, "{}" for
-     * a captured segment (ctx->params), "v{}" for the API version segment
-     * (served values: "1", "1.0"; anything else is 404). "*" matches
-     * every path of the location.
-     */
-    char                      *pattern;
-
-    /* NGX_PLATFORM_AUTH_* required unless platform_auth says otherwise */
-    ngx_uint_t                 auth;
-
-    ngx_platform_route_pt      handler;
-} ngx_platform_route_t;
+    const char                *en;
+    const char                *fr;
+} ngx_platform_text_t;
 
 
-struct ngx_platform_family_s {
-    ngx_str_t                  name;
-    ngx_uint_t                 envelope;
-    ngx_uint_t                 backends;  /* NGX_PLATFORM_BACKEND_* */
-    ngx_uint_t                 headers;   /* NGX_PLATFORM_HEADER_* */
-    ngx_platform_route_t      *routes;    /* terminated by a NULL pattern */
+/*
+ * A body field, a query argument or a typed path capture, checked by one
+ * validator (ngx_platform_schema.c). Unknown body fields are ignored; a
+ * field of the wrong type or value is 400 naming it.
+ */
+struct ngx_platform_field_s {
+    char                      *name;
+    ngx_uint_t                 type;      /* NGX_PLATFORM_T_* */
+    ngx_uint_t                 flags;     /* NGX_PLATFORM_F_* */
+
+    /* F_MIN/F_MAX: numbers their value, strings their length in chars */
+    double                     min;
+    double                     max;
+
+    char                     **values;    /* T_ENUM: NULL-ended */
+    ngx_platform_field_t      *items;     /* T_ARRAY of objects: fields */
+    char                      *def;       /* query argument default */
 };
 
 
 /*
- * Who is calling, established before a route handler runs. tenant is the
+ * Code that serves an endpoint: returns what a send function returned, a
+ * bare HTTP error status (an envelope is made for it, with the text
+ * recorded by ngx_platform_fail()), or NGX_DONE when a backend answers
+ * later; the completion then ends the request with ngx_platform_finalize().
+ */
+typedef ngx_int_t (*ngx_platform_handler_pt)(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
+
+/*
+ * One row of a family's endpoint table.
+ *
+ * pattern: literal segments and typed captures: "{version}" (served
+ * values "1" and "1.0", anything else is 404), "{uuid}" (else 400 with
+ * the invalid texts), "{string}". "v{version}" matches "v1". "*" matches
+ * every path of the location. Compiled when the configuration loads.
+ *
+ * The captures (version aside), then the query arguments, are the
+ * endpoint's arguments, ctx->args[0...], as checked text.
+ */
+typedef struct {
+    ngx_uint_t                 method;     /* NGX_HTTP_GET, ... */
+    char                      *pattern;
+    ngx_uint_t                 auth;       /* NGX_PLATFORM_AUTH_* default */
+    ngx_uint_t                 inputs;     /* NGX_PLATFORM_IN_* */
+
+    ngx_platform_field_t      *query;      /* ended by a NULL name */
+    ngx_platform_field_t      *body;       /* a JSON object body, or NULL */
+
+    /* a capture of the wrong type; NULL: "Bad request.", "<name> ..." */
+    const char                *invalid;
+    const char                *invalid_detail;
+
+    /* the operation: a statement, or code */
+    ngx_platform_sql_t        *sql;
+    ngx_platform_handler_pt    handler;
+} ngx_platform_endpoint_t;
+
+
+struct ngx_platform_family_s {
+    ngx_str_t                  name;       /* platform_<name>, metrics */
+    ngx_uint_t                 envelope;   /* NGX_PLATFORM_ENVELOPE_* */
+    ngx_uint_t                 backends;   /* NGX_PLATFORM_BACKEND_* */
+    ngx_platform_endpoint_t   *endpoints;  /* ended by a NULL pattern */
+
+    /*
+     * The family's own messages with their French texts, ended by a NULL
+     * en; nginx -t refuses an Envelope A family with a message of its
+     * endpoint tables missing here or in the core's table.
+     */
+    ngx_platform_text_t       *texts;
+
+    ngx_uint_t                 index;      /* in the registry */
+};
+
+
+/* a compiled endpoint pattern */
+typedef struct {
+    ngx_str_t                  literal;    /* empty: a capture */
+    ngx_uint_t                 type;       /* captures: T_UUID, T_STRING */
+    ngx_str_t                  name;       /* captures: for messages */
+    unsigned                   version:1;  /* "{version}", "v{version}" */
+    unsigned                   prefix:1;   /* "v" before it */
+} ngx_platform_segment_t;
+
+
+struct ngx_platform_route_s {
+    ngx_platform_endpoint_t   *endpoint;
+    ngx_platform_segment_t    *segments;
+    ngx_uint_t                 nsegments;
+    ngx_uint_t                 ncaptures;
+    unsigned                   any:1;      /* "*" */
+};
+
+
+/*
+ * Who is calling, established before an operation runs. tenant is the
  * token's tenantId claim, else the API key's tenant, else the tenantId
  * header; a header that contradicts a credential was refused with 403.
  */
@@ -202,14 +315,20 @@ typedef struct {
 struct ngx_platform_ctx_s {
     ngx_platform_family_t     *family;
     ngx_platform_route_t      *route;
+    ngx_platform_endpoint_t   *endpoint;
     ngx_str_t                  request_id;
-    ngx_str_t                  params[NGX_PLATFORM_MAX_PARAMS];
-    ngx_uint_t                 nparams;
     ngx_uint_t                 lang;
+
+    /* captures then query arguments, checked */
+    ngx_str_t                  args[NGX_PLATFORM_MAX_ARGS];
+    ngx_uint_t                 nargs;
 
     /* the request body, read whole (also from a temp file), NUL-ended */
     u_char                    *body;
     size_t                     body_len;
+
+    /* the body parsed and checked against the endpoint's fields */
+    json_t                    *json;
 
     /* Allow header of a known path asked with another method */
     ngx_str_t                  allow;
@@ -224,38 +343,49 @@ struct ngx_platform_ctx_s {
     const char                *error_message;
     const char                *error_detail;
 
-    ngx_http_log_handler_pt    log_handler;
+    /* the operation was retried after a serialization failure */
+    unsigned                   retried:1;
+    /* the module answers: nginx's own error pages are not replaced */
+    unsigned                   answered:1;
+    /* nginx answers an error itself: the envelope replaces its page */
+    unsigned                   replace:1;
 
     /* family-specific state */
     void                      *data;
-
 };
 
 
 extern ngx_module_t  ngx_platform_module;
 
-extern ngx_platform_family_t  ngx_platform_otp_family;
-extern ngx_platform_family_t  ngx_platform_products_family;
-extern ngx_platform_family_t  ngx_platform_tms_family;
-extern ngx_platform_family_t  ngx_platform_health_family;
-extern ngx_platform_family_t  ngx_platform_metrics_family;
-extern ngx_platform_family_t  ngx_platform_persons_family;
+
+/* the registry: every family, in the order of ngx_platform_families.h */
+
+#define NGX_PLATFORM_FAMILY(name)                                           \
+    extern ngx_platform_family_t  ngx_platform_##name##_family;
+#include "ngx_platform_families.h"
+#undef NGX_PLATFORM_FAMILY
+
+extern ngx_platform_family_t  *ngx_platform_families[];
 
 
-/* ngx_platform_http.c: request entry, routing, body, completion */
+/* ngx_platform_http.c: request entry, routing, inputs, body, completion */
 
 ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
 ngx_platform_ctx_t *ngx_platform_get_ctx(ngx_http_request_t *r);
 
+/* compiles a family's endpoint patterns for the configuration */
+ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
+    ngx_platform_family_t *family);
+
 /*
- * Ends a request that a route handler left with NGX_DONE: rc is what a
+ * Ends a request that an operation left with NGX_DONE: rc is what a
  * send function returned, or a bare HTTP error status.
  */
 void ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc);
 
 /*
  * Resumes a request that authentication left with NGX_DONE: on NGX_OK
- * reads the body and runs the route, else ends the request with rc.
+ * reads the body and runs the operation, else ends the request with rc.
  */
 void ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc);
 
@@ -267,10 +397,6 @@ void ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc);
 ngx_int_t ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail);
 
-/* the request body as a JSON object: NGX_OK, else 400 (recorded) */
-ngx_int_t ngx_platform_parse_body(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx, json_t **object);
-
 /* a request header by name (case-insensitive), or NULL */
 ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
 
@@ -281,65 +407,68 @@ ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
 ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 
-/*
- * The caller's tenant (ctx->identity.tenant): NGX_OK, else 400 naming
- * the tenantId header (recorded: return it).
- */
-ngx_int_t ngx_platform_require_tenant(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
-
-/* the countryCode header (ctx->identity.country), the same way */
-ngx_int_t ngx_platform_require_country(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
-
 ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
 ngx_str_t *ngx_platform_client_addr(ngx_http_request_t *r);
 
+/* header and body filters: nginx's own error pages in the envelope */
+ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
 
-/* ngx_platform_json.c: envelopes and responses */
+
+/* ngx_platform_schema.c: the one validator of declared inputs */
+
+/* the query arguments of the endpoint into ctx->args: NGX_OK or 400 */
+ngx_int_t ngx_platform_check_query(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
+/* the body as a JSON object matching the endpoint's fields: ctx->json */
+ngx_int_t ngx_platform_check_body(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
+/* a string value of a field type: NGX_OK or NGX_DECLINED */
+ngx_int_t ngx_platform_check_string(ngx_platform_field_t *field,
+    ngx_str_t *value);
+
+
+/* ngx_platform_json.c: the envelope writer and responses */
 
 /*
- * All send functions return a status for ngx_http_finalize_request() or
- * ngx_platform_finalize(), take ownership of the json_t they are given
- * (json_decref exactly once, also on failure), and add Content-Type,
- * X-Request-Id and, for Envelope A, Content-Language.
+ * The data of a response: JSON text spliced as it is (PostgreSQL builds
+ * it), and for the paged Envelope A the page figures.
  */
-ngx_int_t ngx_platform_send_json(ngx_http_request_t *r, ngx_uint_t status,
-    json_t *body);
+typedef struct {
+    ngx_str_t                  json;       /* empty: the envelope's none */
+    ngx_str_t                  page_number;
+    ngx_str_t                  page_size;
+    ngx_str_t                  total;
+    unsigned                   paged:1;
+} ngx_platform_data_t;
 
 /*
- * 200 in the family's envelope; data may be NULL for {} (B) or null (A).
- * message NULL means the family's default success message.
+ * The one envelope writer: a response in the family's envelope, compact
+ * JSON. status 200 is a success (message NULL: the family's default);
+ * any other an error with message and detail (NULL: by status). Adds
+ * Content-Type, X-Request-Id, Content-Language (Envelope A), and for 503
+ * Retry-After, for 405 Allow, for 401 WWW-Authenticate. Returns a status
+ * for ngx_http_finalize_request() or ngx_platform_finalize().
  */
+ngx_int_t ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message, const char *detail, ngx_platform_data_t *data);
+
+/* 200 in the envelope with data (JSON text, len 0: the empty data) */
 ngx_int_t ngx_platform_send_ok(ngx_http_request_t *r, const char *message,
-    json_t *data);
+    u_char *data, size_t len);
 
-/* the same with data given as serialized JSON, spliced as it is */
-ngx_int_t ngx_platform_send_ok_raw(ngx_http_request_t *r,
-    const char *message, u_char *data, size_t len);
-
-/*
- * An error in the family's envelope. message is the summary, detail the
- * descriptive text (Envelope B) or the single errors[] item (A, sales).
- * For 503 adds Retry-After: 1, for 405 the Allow header of the path.
- */
+/* an error in the family's envelope */
 ngx_int_t ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail);
 
-/* maps NGX_PLATFORM_UNAVAILABLE, NGX_PLATFORM_TIMEOUT, NGX_ERROR */
-ngx_int_t ngx_platform_send_backend_error(ngx_http_request_t *r,
-    ngx_int_t rc);
-
-/* the same recorded with ngx_platform_fail(), for a bare status */
-ngx_int_t ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc);
+/* a body of a type ("text/plain; charset=utf-8"), sent as it is */
+ngx_int_t ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, u_char *body, size_t len);
 
 /* a body that is already JSON, sent as it is */
 ngx_int_t ngx_platform_send_raw(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
-
-/* a body of another type ("text/plain; charset=utf-8"), sent as it is */
-ngx_int_t ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
-    ngx_str_t *type, u_char *body, size_t len);
 
 /* a header-only response (204, 304, 200 with no body) */
 ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
@@ -347,14 +476,37 @@ ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 ngx_int_t ngx_platform_add_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 
+/* the message in the request's language */
+const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
+
+/* nginx -t: every message of an Envelope A family has a French text */
+char *ngx_platform_check_texts(ngx_conf_t *cf,
+    ngx_platform_family_t *family);
+
+/* a JSON string literal of len bytes; dst needs 6 * len + 2 */
+u_char *ngx_platform_json_escape(u_char *dst, u_char *src, size_t len);
+
+
+/* ngx_platform_op.c: operation runners and the outcomes of backends */
+
+/* runs the endpoint's statement (ctx->endpoint->sql) */
+ngx_int_t ngx_platform_run_sql(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
+/*
+ * Maps what a backend answered to a recorded error status: the one place
+ * that knows SQLSTATEs and Redis error replies.
+ */
+ngx_int_t ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc);
+
 
 /* ngx_platform_auth.c: bearer tokens, API keys, tenancy headers */
 
 /*
- * Establishes ctx->identity as the route and platform_auth require:
- * NGX_OK, a bare 400/401/403 (recorded; 401 sets ctx->challenge), 5xx,
- * or NGX_DONE when an API key is looked up; the lookup's completion then
- * calls ngx_platform_continue().
+ * Establishes ctx->identity as the route and platform_auth require, and
+ * the endpoint's declared inputs: NGX_OK, a bare 400/401/403 (recorded;
+ * 401 sets ctx->challenge), 5xx, or NGX_DONE when an API key is looked
+ * up; the lookup's completion then calls ngx_platform_continue().
  */
 ngx_int_t ngx_platform_authenticate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
@@ -374,7 +526,7 @@ char *ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 ngx_int_t ngx_platform_metrics_add_zone(ngx_conf_t *cf);
 ngx_int_t ngx_platform_metrics_log_handler(ngx_http_request_t *r);
-void ngx_platform_metrics_init_process(void);
+void ngx_platform_metrics_init_process(ngx_cycle_t *cycle);
 void ngx_platform_metric_inc(ngx_uint_t metric);
 
 

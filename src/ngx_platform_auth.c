@@ -27,7 +27,7 @@
 
 #include "ngx_platform.h"
 #include "ngx_platform_jwt.h"
-#include "ngx_platform_pg.h"
+#include "ngx_platform_op.h"
 
 
 #define NGX_PLATFORM_AUTH_DIGEST_LEN  32      /* SHA-256 */
@@ -73,6 +73,9 @@ typedef struct {
     ngx_msec_t                  fetched;    /* keys: when looked up */
     ngx_uint_t                  valid;      /* keys: known, not revoked */
 
+    /* keys: the digest stored for the key id, compared in constant time */
+    u_char                      stored[NGX_PLATFORM_AUTH_DIGEST_LEN];
+
     ngx_str_t                   values[NGX_PLATFORM_AUTH_VALUES];
 } ngx_platform_auth_entry_t;
 
@@ -85,7 +88,7 @@ static ngx_int_t ngx_platform_auth_apikey(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
 static ngx_int_t ngx_platform_auth_apikey_digest(ngx_http_request_t *r,
     ngx_str_t *key, u_char *digest);
-static void ngx_platform_auth_apikey_done(ngx_http_request_t *r,
+static void ngx_platform_auth_apikey_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_auth_apikey_use(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf,
@@ -93,7 +96,7 @@ static ngx_int_t ngx_platform_auth_apikey_use(ngx_http_request_t *r,
 static ngx_int_t ngx_platform_auth_tenancy(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t policy);
 static ngx_uint_t ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
-    ngx_platform_route_t *route);
+    ngx_platform_endpoint_t *ep);
 static ngx_int_t ngx_platform_auth_unauthorized(ngx_http_request_t *r,
     const char *message, const char *detail);
 static ngx_int_t ngx_platform_auth_copy(ngx_http_request_t *r,
@@ -139,7 +142,7 @@ ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
-    policy = ngx_platform_auth_policy_of(plcf, ctx->route);
+    policy = ngx_platform_auth_policy_of(plcf, ctx->endpoint);
 
     if (policy & NGX_PLATFORM_AUTH_BEARER) {
         rc = ngx_platform_auth_bearer(r, ctx, plcf);
@@ -161,13 +164,13 @@ ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
 static ngx_uint_t
 ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
-    ngx_platform_route_t *route)
+    ngx_platform_endpoint_t *ep)
 {
     if (plcf->auth != NGX_CONF_UNSET_UINT) {
         return plcf->auth;
     }
 
-    return route->auth;
+    return ep->auth;
 }
 
 
@@ -306,13 +309,22 @@ ngx_platform_auth_invalid_token(ngx_http_request_t *r,
 
 /* API keys */
 
+/*
+ * What a lookup found is kept by key id, not by the key presented: a
+ * caller varying the secret part of one key id, known or not, is
+ * answered from the cache and cannot make the worker query PostgreSQL
+ * again and again.
+ */
+
 static ngx_int_t
 ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_platform_loc_conf_t *plcf)
 {
     u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                      id_digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
     ngx_int_t                   rc;
     ngx_str_t                   id, values[NGX_PLATFORM_AUTH_VALUES];
+    ngx_uint_t                  valid;
     ngx_table_elt_t            *h;
     ngx_platform_auth_entry_t  *e;
 
@@ -328,33 +340,38 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         return rc;
     }
 
+    id.data = h->value.data + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
+    id.len = NGX_PLATFORM_APIKEY_ID_LEN;
+
     if (ngx_platform_auth_ready) {
+
+        if (ngx_platform_auth_digest(&id, id_digest) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
         e = ngx_platform_auth_cache_find(&ngx_platform_auth_keys, NULL,
-                                         digest);
+                                         id_digest);
 
         if (e && ngx_current_msec - e->fetched < plcf->apikey_cache_time) {
+            valid = e->valid
+                    && CRYPTO_memcmp(digest, e->stored,
+                                     NGX_PLATFORM_AUTH_DIGEST_LEN)
+                       == 0;
+
             if (ngx_platform_auth_copy(r, e->values, values) != NGX_OK) {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            return ngx_platform_auth_apikey_use(r, ctx, plcf, e->valid,
-                                                values);
+            return ngx_platform_auth_apikey_use(r, ctx, plcf, valid, values);
         }
     }
 
-    id.data = h->value.data + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
-    id.len = NGX_PLATFORM_APIKEY_ID_LEN;
-
     ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEY_LOOKUPS);
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_auth_apikey_stmt, &id,
-                               ngx_platform_auth_apikey_done);
+    /* NGX_DONE, or the backend's failure recorded */
 
-    if (rc == NGX_DONE) {
-        return NGX_DONE;
-    }
-
-    return ngx_platform_backend_fail(r, rc);
+    return ngx_platform_query(r, &ngx_platform_auth_apikey_stmt, &id,
+                              ngx_platform_auth_apikey_done);
 }
 
 
@@ -409,14 +426,17 @@ ngx_platform_auth_apikey_digest(ngx_http_request_t *r, ngx_str_t *key,
 
 
 static void
-ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
     u_char                      stored[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                      id_digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
     u_char                     *hex;
-    ngx_str_t                   values[NGX_PLATFORM_AUTH_VALUES];
-    ngx_uint_t                  valid, i;
+    ngx_str_t                   id, values[NGX_PLATFORM_AUTH_VALUES];
+    ngx_uint_t                  known, valid, i;
     ngx_table_elt_t            *h;
     ngx_platform_ctx_t         *ctx;
     ngx_platform_loc_conf_t    *plcf;
@@ -430,17 +450,23 @@ ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
     ctx = ngx_platform_get_ctx(r);
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
+    /* the header was checked before the lookup */
+
     h = ngx_platform_header(r, "apiKey");
 
-    if (h == NULL
+    if (h == NULL || h->value.len != NGX_PLATFORM_APIKEY_LEN
         || ngx_platform_auth_digest(&h->value, digest) != NGX_OK)
     {
         ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
+    id.data = h->value.data + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
+    id.len = NGX_PLATFORM_APIKEY_ID_LEN;
+
     ngx_memzero(values, sizeof(values));
-    valid = 0;
+    ngx_memzero(stored, sizeof(stored));
+    known = 0;
 
     if (PQntuples(res) == 1 && PQgetlength(res, 0, 2) == 64) {
 
@@ -450,39 +476,42 @@ ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
             stored[i] = (u_char) ngx_hextoi(&hex[2 * i], 2);
         }
 
-        valid = CRYPTO_memcmp(digest, stored, NGX_PLATFORM_AUTH_DIGEST_LEN)
-                == 0
-                && PQgetvalue(res, 0, 3)[0] == 'f';
+        known = (PQgetvalue(res, 0, 3)[0] == 'f');
 
         values[NGX_PLATFORM_AUTH_V_TENANT].data =
                                           (u_char *) PQgetvalue(res, 0, 0);
         values[NGX_PLATFORM_AUTH_V_TENANT].len = PQgetlength(res, 0, 0);
 
-        values[NGX_PLATFORM_AUTH_V_SUBJECT].data = h->value.data
-                                 + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
-        values[NGX_PLATFORM_AUTH_V_SUBJECT].len = NGX_PLATFORM_APIKEY_ID_LEN;
+        values[NGX_PLATFORM_AUTH_V_SUBJECT] = id;
 
         values[NGX_PLATFORM_AUTH_V_MERCHANT].data =
                                           (u_char *) PQgetvalue(res, 0, 1);
         values[NGX_PLATFORM_AUTH_V_MERCHANT].len = PQgetlength(res, 0, 1);
 
-        if (!valid) {
+        if (!known) {
             ngx_memzero(values, sizeof(values));
         }
     }
 
-    if (ngx_platform_auth_ready && plcf->apikey_cache_time) {
+    valid = known
+            && CRYPTO_memcmp(digest, stored, NGX_PLATFORM_AUTH_DIGEST_LEN)
+               == 0;
+
+    if (ngx_platform_auth_ready && plcf->apikey_cache_time
+        && ngx_platform_auth_digest(&id, id_digest) == NGX_OK)
+    {
         e = ngx_platform_auth_cache_find(&ngx_platform_auth_keys, NULL,
-                                         digest);
+                                         id_digest);
         if (e) {
             ngx_platform_auth_cache_delete(&ngx_platform_auth_keys, e);
         }
 
-        e = ngx_platform_auth_cache_add(&ngx_platform_auth_keys, NULL, digest,
-                                        values);
+        e = ngx_platform_auth_cache_add(&ngx_platform_auth_keys, NULL,
+                                        id_digest, values);
         if (e) {
             e->fetched = ngx_current_msec;
-            e->valid = valid;
+            e->valid = known;
+            ngx_memcpy(e->stored, stored, NGX_PLATFORM_AUTH_DIGEST_LEN);
         }
     }
 
@@ -497,7 +526,7 @@ ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
 
     if (rc == NGX_OK) {
         rc = ngx_platform_auth_tenancy(r, ctx,
-                                ngx_platform_auth_policy_of(plcf, ctx->route));
+                             ngx_platform_auth_policy_of(plcf, ctx->endpoint));
     }
 
     ngx_platform_continue(r, rc);
@@ -582,7 +611,11 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 }
 
 
-/* tenancy headers: required by the policy, checked against credentials */
+/*
+ * The tenantId header: required when the policy names "tenant", checked
+ * against the credentials whenever it is sent. The endpoint's other
+ * inputs (countryCode, userId, merchantId) are the request core's.
+ */
 
 static ngx_int_t
 ngx_platform_auth_tenancy(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
@@ -590,18 +623,12 @@ ngx_platform_auth_tenancy(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 {
     ngx_int_t                 rc;
     ngx_str_t                 tenant;
-    ngx_uint_t                headers;
     ngx_table_elt_t          *h;
     ngx_platform_identity_t  *id;
 
     id = &ctx->identity;
-    headers = ctx->family->headers;
 
-    if (!(policy & NGX_PLATFORM_AUTH_TENANT)) {
-        headers = 0;
-    }
-
-    if (headers & NGX_PLATFORM_HEADER_TENANT) {
+    if (policy & NGX_PLATFORM_AUTH_TENANT) {
         rc = ngx_platform_require_header(r, "tenantId", &tenant);
         if (rc != NGX_OK) {
             return rc;
@@ -638,44 +665,7 @@ ngx_platform_auth_tenancy(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         id->tenant = tenant;
     }
 
-    if (headers & NGX_PLATFORM_HEADER_COUNTRY) {
-        rc = ngx_platform_require_header(r, "countryCode", &id->country);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-    }
-
-    if (headers & NGX_PLATFORM_HEADER_USER) {
-        rc = ngx_platform_require_header(r, "userId", &id->user);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-    }
-
     return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_platform_require_tenant(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
-{
-    if (ctx->identity.tenant.len) {
-        return NGX_OK;
-    }
-
-    return ngx_platform_require_header(r, "tenantId", &ctx->identity.tenant);
-}
-
-
-ngx_int_t
-ngx_platform_require_country(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
-{
-    if (ctx->identity.country.len) {
-        return NGX_OK;
-    }
-
-    return ngx_platform_require_header(r, "countryCode",
-                                       &ctx->identity.country);
 }
 
 
@@ -810,7 +800,7 @@ ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
     ngx_platform_loc_conf_t *conf)
 {
     ngx_uint_t                 needs;
-    ngx_platform_route_t      *route;
+    ngx_platform_endpoint_t   *ep;
     ngx_http_core_loc_conf_t  *clcf;
     ngx_platform_main_conf_t  *pmcf;
 
@@ -832,8 +822,8 @@ ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
 
     needs = 0;
 
-    for (route = conf->family->routes; route->pattern; route++) {
-        needs |= ngx_platform_auth_policy_of(conf, route);
+    for (ep = conf->family->endpoints; ep->pattern; ep++) {
+        needs |= ngx_platform_auth_policy_of(conf, ep);
     }
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);

@@ -1,8 +1,13 @@
 
 /*
- * ngx_platform: request entry shared by every endpoint family: request id,
- * language, routing, method and version checks, body reading, and the
- * completion of requests that waited on a backend.
+ * ngx_platform: the request core shared by every endpoint family: request
+ * id and language, routing over the compiled endpoint tables, the inputs
+ * each endpoint declares (tenancy, captures, query arguments, body), and
+ * the completion of requests that waited on a backend.
+ *
+ * A request goes: route (404, 405), credentials and tenancy headers
+ * (ngx_platform_auth.c: 401, 403, 400), declared inputs (400, 403),
+ * body (415, 413, 400), then the endpoint's operation.
  */
 
 
@@ -17,18 +22,26 @@
 
 
 static ngx_platform_ctx_t *ngx_platform_create_ctx(ngx_http_request_t *r,
-    ngx_platform_loc_conf_t *plcf);
+    ngx_platform_family_t *family);
 static void ngx_platform_request_id(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static u_char *ngx_platform_log_error(ngx_http_request_t *r,
     ngx_http_request_t *sr, u_char *buf, size_t len);
 static ngx_uint_t ngx_platform_lang(ngx_http_request_t *r);
+static ngx_int_t ngx_platform_compile_route(ngx_conf_t *cf,
+    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep,
+    ngx_platform_route_t *route);
 static ngx_int_t ngx_platform_route(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
+    ngx_platform_ctx_t *ctx, ngx_array_t *routes);
 static ngx_int_t ngx_platform_match(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx, char *pattern, ngx_uint_t *bad_version);
+    ngx_platform_ctx_t *ctx, ngx_platform_route_t *route,
+    ngx_uint_t *bad_version);
 static ngx_int_t ngx_platform_add_allow(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx, ngx_uint_t method);
+    ngx_platform_ctx_t *ctx, ngx_platform_endpoint_t *ep);
+static ngx_int_t ngx_platform_check_inputs(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_check_captures(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_check_content_type(ngx_http_request_t *r);
 static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
@@ -40,6 +53,16 @@ static ngx_int_t ngx_platform_run(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc);
 static void ngx_platform_check_broken_connection(ngx_http_request_t *r);
+static ngx_int_t ngx_platform_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_platform_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+/* nginx's own log handler of requests, the same for all of them */
+static ngx_http_log_handler_pt           ngx_platform_http_log_handler;
 
 
 ngx_int_t
@@ -55,12 +78,18 @@ ngx_platform_handler(ngx_http_request_t *r)
         return NGX_HTTP_NOT_FOUND;
     }
 
-    ctx = ngx_platform_create_ctx(r, plcf);
+    if (plcf->family == NULL || plcf->routes == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "platform: no family in this location");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx = ngx_platform_create_ctx(r, plcf->family);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_platform_route(r, ctx);
+    rc = ngx_platform_route(r, ctx, plcf->routes);
 
     if (rc == NGX_OK) {
         rc = ngx_platform_authenticate(r, ctx);
@@ -117,17 +146,25 @@ ngx_platform_refuse(ngx_http_request_t *r, ngx_int_t rc)
 }
 
 
-/* an authenticated request: its body, if any, then its route */
+/*
+ * An authenticated request: its declared inputs, its body if it takes
+ * one, then its operation.
+ */
 
 static ngx_int_t
 ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     ngx_int_t  rc;
 
-    if (!(r->method & (NGX_HTTP_POST|NGX_HTTP_PUT|NGX_HTTP_PATCH))) {
+    rc = ngx_platform_check_inputs(r, ctx);
+    if (rc != NGX_OK) {
+        return ngx_platform_refuse(r, rc);
+    }
+
+    if (ctx->endpoint->body == NULL) {
         rc = ngx_http_discard_request_body(r);
         if (rc != NGX_OK) {
-            return rc;
+            return ngx_platform_settle(r, rc);
         }
 
         return ngx_platform_run(r, ctx);
@@ -141,7 +178,8 @@ ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     rc = ngx_http_read_client_request_body(r, ngx_platform_body_handler);
 
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        return rc;
+        /* a body over client_max_body_size, a malformed chunked body */
+        return ngx_platform_settle(r, rc);
     }
 
     return NGX_DONE;
@@ -156,7 +194,7 @@ ngx_platform_get_ctx(ngx_http_request_t *r)
 
 
 static ngx_platform_ctx_t *
-ngx_platform_create_ctx(ngx_http_request_t *r, ngx_platform_loc_conf_t *plcf)
+ngx_platform_create_ctx(ngx_http_request_t *r, ngx_platform_family_t *family)
 {
     ngx_platform_ctx_t  *ctx;
 
@@ -165,15 +203,22 @@ ngx_platform_create_ctx(ngx_http_request_t *r, ngx_platform_loc_conf_t *plcf)
         return NULL;
     }
 
-    ctx->family = plcf->family;
+    ctx->family = family;
     ctx->lang = ngx_platform_lang(r);
 
     ngx_http_set_ctx(r, ctx, ngx_platform_module);
 
     ngx_platform_request_id(r, ctx);
 
-    ctx->log_handler = r->log_handler;
-    r->log_handler = ngx_platform_log_error;
+    /*
+     * nginx's handler is kept aside once: after an internal redirect the
+     * module's context is gone but its log lines still need nginx's part
+     */
+
+    if (r->log_handler != ngx_platform_log_error) {
+        ngx_platform_http_log_handler = r->log_handler;
+        r->log_handler = ngx_platform_log_error;
+    }
 
     return ctx;
 }
@@ -240,17 +285,17 @@ ngx_platform_log_error(ngx_http_request_t *r, ngx_http_request_t *sr,
     u_char              *p;
     ngx_platform_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_platform_module);
-
     p = buf;
+
+    if (ngx_platform_http_log_handler) {
+        p = ngx_platform_http_log_handler(r, sr, p, len);
+        len -= p - buf;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_platform_module);
 
     if (ctx == NULL) {
         return p;
-    }
-
-    if (ctx->log_handler) {
-        p = ctx->log_handler(r, sr, p, len);
-        len -= p - buf;
     }
 
     return ngx_snprintf(p, len, ", request_id: \"%V\"", &ctx->request_id);
@@ -277,35 +322,216 @@ ngx_platform_lang(ngx_http_request_t *r)
 }
 
 
-/*
- * Finds the route of the request: 404 for an unknown path or version, 405
- * (with Allow) for a known path with another method.
- */
+/* endpoint patterns, compiled when the configuration loads */
 
-static ngx_int_t
-ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+ngx_array_t *
+ngx_platform_compile_routes(ngx_conf_t *cf, ngx_platform_family_t *family)
 {
-    u_char                *detail;
-    ngx_uint_t             method, bad_version, path_known;
-    ngx_platform_route_t  *route;
+    ngx_uint_t                n;
+    ngx_array_t              *routes;
+    ngx_platform_route_t     *route;
+    ngx_platform_endpoint_t  *ep;
 
-    method = r->method;
-    if (method == NGX_HTTP_HEAD) {
-        method = NGX_HTTP_GET;
+    n = 0;
+    for (ep = family->endpoints; ep->pattern; ep++) {
+        n++;
     }
 
-    path_known = 0;
-    bad_version = 0;
+    routes = ngx_array_create(cf->pool, n ? n : 1,
+                              sizeof(ngx_platform_route_t));
+    if (routes == NULL) {
+        return NULL;
+    }
 
-    for (route = ctx->family->routes; route->pattern; route++) {
+    for (ep = family->endpoints; ep->pattern; ep++) {
+        route = ngx_array_push(routes);
+        if (route == NULL) {
+            return NULL;
+        }
 
-        if (ngx_platform_match(r, ctx, route->pattern, &bad_version)
-            != NGX_OK)
+        if (ngx_platform_compile_route(cf, family, ep, route) != NGX_OK) {
+            return NULL;
+        }
+    }
+
+    return routes;
+}
+
+
+static ngx_int_t
+ngx_platform_compile_route(ngx_conf_t *cf, ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_route_t *route)
+{
+    u_char                  *p, *end, *seg, *colon;
+    size_t                   len;
+    ngx_uint_t               n, nquery;
+    ngx_platform_field_t    *f;
+    ngx_platform_segment_t  *s;
+
+    ngx_memzero(route, sizeof(ngx_platform_route_t));
+    route->endpoint = ep;
+
+    nquery = 0;
+    for (f = ep->query; f && f->name; f++) {
+        nquery++;
+    }
+
+    if (ep->pattern[0] == '*' && ep->pattern[1] == '\0') {
+        route->any = 1;
+        goto done;
+    }
+
+    p = (u_char *) ep->pattern;
+    end = p + ngx_strlen(p);
+
+    if (*p != '/') {
+        goto invalid;
+    }
+
+    n = 0;
+    for (seg = p; seg < end; seg++) {
+        if (*seg == '/') {
+            n++;
+        }
+    }
+
+    route->segments = ngx_pcalloc(cf->pool,
+                                  n * sizeof(ngx_platform_segment_t));
+    if (route->segments == NULL) {
+        return NGX_ERROR;
+    }
+
+    while (p < end) {
+        seg = ++p;                          /* past '/' */
+
+        while (p < end && *p != '/') {
+            p++;
+        }
+
+        len = p - seg;
+        s = &route->segments[route->nsegments++];
+
+        if (len && seg[len - 1] == '}'
+            && (seg[0] == '{' || (len > 1 && seg[0] == 'v' && seg[1] == '{')))
         {
+            if (seg[0] == 'v') {
+                s->prefix = 1;
+                seg++;
+                len--;
+            }
+
+            /* "{type}" or "{type:name}" */
+
+            seg++;
+            len -= 2;
+
+            colon = ngx_strlchr(seg, seg + len, ':');
+
+            s->name.data = colon ? colon + 1 : seg;
+            s->name.len = colon ? (size_t) (seg + len - colon - 1) : len;
+
+            if (colon) {
+                len = colon - seg;
+            }
+
+            if (len == 7 && ngx_strncmp(seg, "version", 7) == 0) {
+                s->version = 1;
+                continue;
+            }
+
+            if (s->prefix) {
+                goto invalid;
+            }
+
+            if (len == 4 && ngx_strncmp(seg, "uuid", 4) == 0) {
+                s->type = NGX_PLATFORM_T_UUID;
+
+            } else if (len == 6 && ngx_strncmp(seg, "string", 6) == 0) {
+                s->type = NGX_PLATFORM_T_STRING;
+
+            } else {
+                goto invalid;
+            }
+
+            if (!colon) {
+                ngx_str_set(&s->name, "id");
+            }
+
+            route->ncaptures++;
             continue;
         }
 
-        if (route->method == method) {
+        if (len == 0 || ngx_strlchr(seg, seg + len, '{')
+            || ngx_strlchr(seg, seg + len, '}'))
+        {
+            goto invalid;
+        }
+
+        s->literal.data = seg;
+        s->literal.len = len;
+    }
+
+done:
+
+    if (route->ncaptures + nquery > NGX_PLATFORM_MAX_ARGS) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "platform_%V: \"%s\" has more than %d arguments",
+                           &family->name, ep->pattern, NGX_PLATFORM_MAX_ARGS);
+        return NGX_ERROR;
+    }
+
+    if ((ep->sql == NULL) == (ep->handler == NULL)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "platform_%V: \"%s\" needs a statement or a "
+                           "handler", &family->name, ep->pattern);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "platform_%V: invalid endpoint pattern \"%s\"",
+                       &family->name, ep->pattern);
+    return NGX_ERROR;
+}
+
+
+/*
+ * Finds the endpoint of the request: 404 for an unknown path or version,
+ * 405 (with Allow) for a known path with another method.
+ */
+
+static ngx_int_t
+ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_array_t *routes)
+{
+    u_char                   *detail;
+    ngx_uint_t                i, method, bad_version, path_known;
+    ngx_platform_route_t     *route;
+    ngx_platform_endpoint_t  *ep;
+
+    route = routes->elts;
+    path_known = 0;
+
+    for (i = 0; i < routes->nelts; i++) {
+
+        if (ngx_platform_match(r, ctx, &route[i], &bad_version) != NGX_OK) {
+            continue;
+        }
+
+        ep = route[i].endpoint;
+        method = r->method;
+
+        /* a HEAD is a GET without the body, unless the GET changes state */
+
+        if (method == NGX_HTTP_HEAD && !(ep->inputs & NGX_PLATFORM_IN_NO_HEAD))
+        {
+            method = NGX_HTTP_GET;
+        }
+
+        if (ep->method == method) {
 
             if (bad_version) {
                 return ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
@@ -313,13 +539,14 @@ ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
                                          "Supported versions: 1, 1.0.");
             }
 
-            ctx->route = route;
+            ctx->route = &route[i];
+            ctx->endpoint = ep;
             return NGX_OK;
         }
 
         path_known = 1;
 
-        if (ngx_platform_add_allow(r, ctx, route->method) != NGX_OK) {
+        if (ngx_platform_add_allow(r, ctx, ep) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
     }
@@ -344,35 +571,34 @@ ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
 static ngx_int_t
 ngx_platform_match(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
-    char *pattern, ngx_uint_t *bad_version)
+    ngx_platform_route_t *route, ngx_uint_t *bad_version)
 {
-    u_char      *u, *end, *seg;
-    size_t       len;
-    ngx_str_t    value;
-    ngx_uint_t   nparams, version_ok;
+    u_char                  *u, *end, *seg;
+    ngx_str_t                value;
+    ngx_uint_t               i, nargs, version_ok;
+    ngx_platform_segment_t  *s;
+
+    *bad_version = 0;
+
+    if (route->any) {
+        ctx->nargs = 0;
+        return NGX_OK;
+    }
 
     u = r->uri.data;
     end = r->uri.data + r->uri.len;
 
-    nparams = 0;
+    nargs = 0;
     version_ok = 1;
 
-    if (pattern[0] == '*' && pattern[1] == '\0') {
-        ctx->nparams = 0;
-        *bad_version = 0;
-        return NGX_OK;
-    }
+    for (i = 0; i < route->nsegments; i++) {
+        s = &route->segments[i];
 
-    while (*pattern) {
-
-        if (*pattern != '/' || u == end || *u != '/') {
+        if (u == end || *u != '/') {
             return NGX_DECLINED;
         }
 
-        pattern++;
-        u++;
-
-        seg = u;
+        seg = ++u;
         while (u < end && *u != '/') {
             u++;
         }
@@ -380,28 +606,30 @@ ngx_platform_match(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         value.data = seg;
         value.len = u - seg;
 
-        len = 0;
-        while (pattern[len] && pattern[len] != '/') {
-            len++;
-        }
-
-        if (len == 2 && pattern[0] == '{' && pattern[1] == '}') {
-
-            if (value.len == 0 || nparams == NGX_PLATFORM_MAX_PARAMS) {
+        if (s->literal.len) {
+            if (value.len != s->literal.len
+                || ngx_strncmp(value.data, s->literal.data, value.len) != 0)
+            {
                 return NGX_DECLINED;
             }
 
-            ctx->params[nparams++] = value;
+            continue;
+        }
 
-        } else if (len == 3 && ngx_strncmp(pattern, "v{}", 3) == 0) {
-
+        if (s->prefix) {
             if (value.len < 2 || value.data[0] != 'v') {
                 return NGX_DECLINED;
             }
 
             value.data++;
             value.len--;
+        }
 
+        if (value.len == 0) {
+            return NGX_DECLINED;
+        }
+
+        if (s->version) {
             if (!((value.len == 1 && value.data[0] == '1')
                   || (value.len == 3
                       && ngx_strncmp(value.data, "1.0", 3) == 0)))
@@ -409,13 +637,11 @@ ngx_platform_match(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
                 version_ok = 0;
             }
 
-        } else if (value.len != len
-                   || ngx_strncmp(value.data, pattern, len) != 0)
-        {
-            return NGX_DECLINED;
+            continue;
         }
 
-        pattern += len;
+        /* typed captures are checked once the caller is known */
+        ctx->args[nargs++] = value;
     }
 
     /* a single trailing slash is tolerated */
@@ -424,7 +650,7 @@ ngx_platform_match(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         return NGX_DECLINED;
     }
 
-    ctx->nparams = nparams;
+    ctx->nargs = nargs;
     *bad_version = !version_ok;
 
     return NGX_OK;
@@ -433,14 +659,19 @@ ngx_platform_match(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
 static ngx_int_t
 ngx_platform_add_allow(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
-    ngx_uint_t method)
+    ngx_platform_endpoint_t *ep)
 {
     u_char     *p;
     ngx_str_t   name;
 
-    switch (method) {
+    switch (ep->method) {
     case NGX_HTTP_GET:
-        ngx_str_set(&name, "GET, HEAD");
+        if (ep->inputs & NGX_PLATFORM_IN_NO_HEAD) {
+            ngx_str_set(&name, "GET");
+
+        } else {
+            ngx_str_set(&name, "GET, HEAD");
+        }
         break;
     case NGX_HTTP_POST:
         ngx_str_set(&name, "POST");
@@ -482,6 +713,104 @@ ngx_platform_add_allow(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
     ctx->allow.data = p - ctx->allow.len;
     ctx->allow.len += name.len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * What the endpoint declares it needs, checked before its body is read:
+ * the tenancy inputs, the merchant claim, then its arguments.
+ */
+
+static ngx_int_t
+ngx_platform_check_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                inputs;
+    ngx_platform_identity_t  *id;
+
+    inputs = ctx->endpoint->inputs;
+    id = &ctx->identity;
+
+    if ((inputs & NGX_PLATFORM_IN_TENANT) && id->tenant.len == 0) {
+        rc = ngx_platform_require_header(r, "tenantId", &id->tenant);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if ((inputs & NGX_PLATFORM_IN_COUNTRY) && id->country.len == 0) {
+        rc = ngx_platform_require_header(r, "countryCode", &id->country);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if ((inputs & NGX_PLATFORM_IN_USER) && id->user.len == 0) {
+        rc = ngx_platform_require_header(r, "userId", &id->user);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    if ((inputs & NGX_PLATFORM_IN_MERCHANT) && id->merchant.len == 0) {
+        return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
+                                 "The token carries no merchantId.");
+    }
+
+    rc = ngx_platform_check_captures(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_platform_check_query(r, ctx);
+}
+
+
+/* typed path captures: 400 in the endpoint's words */
+
+static ngx_int_t
+ngx_platform_check_captures(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char                   *p;
+    ngx_uint_t                i, n;
+    ngx_platform_route_t     *route;
+    ngx_platform_segment_t   *s;
+    ngx_platform_endpoint_t  *ep;
+
+    route = ctx->route;
+    ep = ctx->endpoint;
+    n = 0;
+
+    for (i = 0; i < route->nsegments; i++) {
+        s = &route->segments[i];
+
+        if (s->literal.len || s->version) {
+            continue;
+        }
+
+        if (s->type == NGX_PLATFORM_T_UUID
+            && !ngx_platform_is_uuid(&ctx->args[n]))
+        {
+            if (ep->invalid) {
+                return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                         ep->invalid, ep->invalid_detail);
+            }
+
+            p = ngx_pnalloc(r->pool, s->name.len + sizeof(" must be a uuid."));
+            if (p == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            ngx_sprintf(p, "%V must be a uuid.%Z", &s->name);
+
+            return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                                     (char *) p);
+        }
+
+        n++;
+    }
 
     return NGX_OK;
 }
@@ -537,6 +866,11 @@ ngx_platform_body_handler(ngx_http_request_t *r)
     ctx = ngx_platform_get_ctx(r);
 
     rc = ngx_platform_collect_body(r, ctx);
+
+    if (rc == NGX_OK) {
+        rc = ngx_platform_check_body(r, ctx);
+    }
+
     if (rc == NGX_OK) {
         rc = ngx_platform_run(r, ctx);
     }
@@ -614,7 +948,12 @@ ngx_platform_run(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     ngx_int_t  rc;
 
-    rc = ctx->route->handler(r, ctx);
+    if (ctx->endpoint->handler) {
+        rc = ctx->endpoint->handler(r, ctx);
+
+    } else {
+        rc = ngx_platform_run_sql(r, ctx);
+    }
 
     if (rc == NGX_DONE) {
         /* notice a client that goes away while a backend works */
@@ -770,44 +1109,6 @@ ngx_platform_check_broken_connection(ngx_http_request_t *r)
 }
 
 
-ngx_int_t
-ngx_platform_parse_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
-    json_t **object)
-{
-    u_char        *p;
-    json_t        *json;
-    json_error_t   error;
-
-    json = json_loadb((char *) ctx->body, ctx->body_len, JSON_REJECT_DUPLICATES,
-                      &error);
-
-    if (json == NULL) {
-        p = ngx_pnalloc(r->pool, JSON_ERROR_TEXT_LENGTH + 64);
-        if (p == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_sprintf(p, "Malformed JSON at line %d, column %d: %s%Z",
-                    error.line, error.column, error.text);
-
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
-                                 "The request body is not valid JSON.",
-                                 (char *) p);
-    }
-
-    if (!json_is_object(json)) {
-        json_decref(json);
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
-                                 "The request body must be a JSON object.",
-                                 "Expected a JSON object.");
-    }
-
-    *object = json;
-
-    return NGX_OK;
-}
-
-
 ngx_table_elt_t *
 ngx_platform_header(ngx_http_request_t *r, char *name)
 {
@@ -933,4 +1234,107 @@ ngx_str_t *
 ngx_platform_client_addr(ngx_http_request_t *r)
 {
     return &r->connection->addr_text;
+}
+
+
+/*
+ * Errors nginx answers itself in a module location (a body over
+ * client_max_body_size, a malformed chunked body, limit_except, ...) are
+ * given the family's envelope instead of nginx's HTML page: the header
+ * filter sets the envelope's headers and the body filter sends it in
+ * place of the page.
+ */
+
+ngx_int_t
+ngx_platform_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_platform_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_platform_body_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_header_filter(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                status;
+    ngx_platform_ctx_t       *ctx;
+    ngx_platform_loc_conf_t  *plcf;
+
+    status = r->headers_out.status;
+
+    if (r != r->main || status < NGX_HTTP_BAD_REQUEST) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx && ctx->answered) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (plcf == NULL || plcf->family == NULL) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    if (ctx == NULL) {
+        /* refused before the module's handler ran */
+
+        ctx = ngx_platform_create_ctx(r, plcf->family);
+        if (ctx == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    /* headers of nginx's page that do not fit the envelope */
+
+    r->headers_out.content_length_n = -1;
+
+    if (r->headers_out.content_length) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = NULL;
+    }
+
+    /* the envelope goes out now, through the filters, marked answered */
+
+    rc = ngx_platform_send_error(r, status,
+                                 ctx->error_status == status
+                                 ? ctx->error_message : NULL,
+                                 ctx->error_status == status
+                                 ? ctx->error_detail : NULL);
+
+    /* and nginx's page, sent after this returns, is dropped */
+    ctx->replace = 1;
+
+    return (rc == NGX_ERROR) ? NGX_ERROR : NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_chain_t         *cl;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx == NULL || !ctx->replace) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    /* nginx's page: consumed and dropped, the envelope was sent */
+
+    for (cl = in; cl; cl = cl->next) {
+        cl->buf->pos = cl->buf->last;
+        cl->buf->file_pos = cl->buf->file_last;
+    }
+
+    return NGX_OK;
 }

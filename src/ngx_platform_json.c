@@ -1,7 +1,10 @@
 
 /*
- * ngx_platform: JSON responses in the envelope of each family
- * (decisions.md section 1), and the headers every response carries.
+ * ngx_platform: the one envelope writer (decisions.md section 1) and the
+ * responses of the module, with the headers every response carries.
+ *
+ * Envelopes are written here as compact JSON; the data inside them is
+ * JSON text that PostgreSQL built, spliced as it is, never parsed again.
  */
 
 
@@ -10,30 +13,27 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-
-
-#define NGX_PLATFORM_DUMP_FLAGS  (JSON_COMPACT|JSON_REAL_PRECISION(17))
-
-
-typedef struct {
-    char       *en;
-    char       *fr;
-} ngx_platform_text_t;
+#include "ngx_platform_op.h"
 
 
 static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static const char *ngx_platform_text(ngx_platform_ctx_t *ctx,
-    const char *en);
+static ngx_int_t ngx_platform_error_headers(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_uint_t status);
 static const char *ngx_platform_status_text(ngx_uint_t status);
-static ngx_uint_t ngx_platform_backend_error(ngx_int_t rc,
-    const char **message, const char **detail);
-static u_char *ngx_platform_json_escape(u_char *dst, const char *src);
+static const char *ngx_platform_find_text(ngx_platform_text_t *t,
+    const char *en);
+static char *ngx_platform_check_text(ngx_conf_t *cf,
+    ngx_platform_family_t *family, const char *en);
 
 
-/* French texts of the messages Envelope A families answer with */
+#define ngx_platform_json_literal(p, s)                                    \
+    ngx_cpymem(p, s, sizeof(s) - 1)
 
-static ngx_platform_text_t  ngx_platform_texts[] = {
+
+/* French texts of the messages of the core, for Envelope A families */
+
+static ngx_platform_text_t  ngx_platform_core_texts[] = {
     { "Request processed successfully.", "Requête traitée avec succès." },
     { "Bad request.", "Requête invalide." },
     { "Authentication required.", "Authentification requise." },
@@ -103,163 +103,167 @@ static ngx_platform_text_t  ngx_platform_texts[] = {
     { "countryCode header is invalid.",
       "L'en-tête countryCode est invalide." },
 
-    /* person accounts */
-    { "Person account retrieved.", "Compte de personne récupéré." },
-    { "Invalid person account id.",
-      "Identifiant de compte de personne invalide." },
-    { "The id must be a uuid.", "L'identifiant doit être un uuid." },
-    { "Person account not found.", "Compte de personne introuvable." },
-    { "No person account with this id exists.",
-      "Aucun compte de personne ne porte cet identifiant." },
+    /* declared inputs and body fields */
+    { "The token carries no merchantId.",
+      "Le jeton ne porte aucun merchantId." },
+    { "userId header is required.", "L'en-tête userId est requis." },
+    { "userId header is invalid.", "L'en-tête userId est invalide." },
+    { "Request timeout.", "Délai de la requête dépassé." },
 
     { NULL, NULL }
 };
 
 
+
+
 ngx_int_t
-ngx_platform_send_json(ngx_http_request_t *r, ngx_uint_t status,
-    json_t *body)
+ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
+    const char *message, const char *detail, ngx_platform_data_t *data)
 {
-    u_char  *p;
-    size_t   len, size;
+    u_char              *body, *p;
+    size_t               size, mlen, dlen;
+    ngx_str_t            json;
+    ngx_uint_t           ok;
+    ngx_platform_ctx_t  *ctx;
 
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx == NULL) {
+        return status;
     }
 
-    /* most bodies fit a first guess; else serialize again at its size */
+    ok = (status == NGX_HTTP_OK);
 
-    size = 4096;
+    if (ok) {
+        if (message == NULL) {
+            message = (ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A)
+                      ? "Request processed successfully." : "Success";
+        }
 
-    p = ngx_pnalloc(r->pool, size);
-    if (p == NULL) {
-        json_decref(body);
-        return NGX_ERROR;
-    }
+        detail = "";
 
-    len = json_dumpb(body, (char *) p, size, NGX_PLATFORM_DUMP_FLAGS);
+    } else {
+        if (message == NULL) {
+            message = ngx_platform_status_text(status);
+        }
 
-    if (len > size) {
-        size = len;
+        if (detail == NULL) {
+            detail = message;
+        }
 
-        p = ngx_pnalloc(r->pool, size);
-        if (p == NULL) {
-            json_decref(body);
+        if (ngx_platform_error_headers(r, ctx, status) != NGX_OK) {
             return NGX_ERROR;
         }
-
-        len = json_dumpb(body, (char *) p, size, NGX_PLATFORM_DUMP_FLAGS);
     }
 
-    json_decref(body);
-
-    if (len == 0 || len > size) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "platform: JSON serialization failed");
-        return NGX_ERROR;
+    if (ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+        message = ngx_platform_text(ctx, message);
+        detail = ngx_platform_text(ctx, detail);
     }
 
-    return ngx_platform_send_raw(r, status, p, len);
-}
+    if (data && data->json.len) {
+        json = data->json;
 
-
-ngx_int_t
-ngx_platform_send_ok(ngx_http_request_t *r, const char *message,
-    json_t *data)
-{
-    json_t              *body;
-    ngx_platform_ctx_t  *ctx;
-
-    ctx = ngx_platform_get_ctx(r);
-
-    switch (ctx->family->envelope) {
-
-    case NGX_PLATFORM_ENVELOPE_A:
-        body = json_pack("{s:b, s:s, s:[], s:o}",
-                         "succeeded", 1,
-                         "message", ngx_platform_text(ctx,
-                                        message ? message
-                                        : "Request processed successfully."),
-                         "errors",
-                         "data", data ? data : json_null());
-        break;
-
-    case NGX_PLATFORM_ENVELOPE_B:
-        body = json_pack("{s:b, s:i, s:s, s:o, s:[]}",
-                         "status", 1,
-                         "statusCode", 0,
-                         "message", message ? message : "Success",
-                         "data", data ? data : json_object(),
-                         "errors");
-        break;
-
-    default: /* NGX_PLATFORM_ENVELOPE_SALES and bare families */
-        if (data == NULL) {
-            return ngx_platform_send_empty(r, NGX_HTTP_OK);
-        }
-
-        return ngx_platform_send_json(r, NGX_HTTP_OK, data);
+    } else {
+        ngx_str_null(&json);
     }
 
-    /* json_pack() steals data with "o", also when it fails */
+    mlen = ngx_strlen(message);
+    dlen = ngx_strlen(detail);
 
-    return ngx_platform_send_json(r, NGX_HTTP_OK, body);
-}
-
-
-ngx_int_t
-ngx_platform_send_ok_raw(ngx_http_request_t *r, const char *message,
-    u_char *data, size_t len)
-{
-    u_char              *p, *body;
-    size_t               size;
-    ngx_platform_ctx_t  *ctx;
-
-    ctx = ngx_platform_get_ctx(r);
-
-    if (ctx->family->envelope != NGX_PLATFORM_ENVELOPE_A
-        && ctx->family->envelope != NGX_PLATFORM_ENVELOPE_B)
-    {
-        return ngx_platform_send_raw(r, NGX_HTTP_OK, data, len);
-    }
-
-    if (message == NULL) {
-        message = (ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A)
-                  ? "Request processed successfully." : "Success";
-    }
-
-    message = ngx_platform_text(ctx, message);
-
-    size = sizeof("{\"succeeded\":true,\"message\":,\"errors\":[],\"data\":}")
-           + sizeof("{\"status\":true,\"statusCode\":0,\"message\":,"
-                    "\"data\":,\"errors\":[]}")
-           + 6 * ngx_strlen(message) + 2 + len;
+    size = sizeof("{\"status\":false,\"statusCode\":000,\"message\":,"
+                  "\"data\":{},\"errors\":[{\"message\":,"
+                  "\"descriptiveMessage\":}]}")
+           + 2 * (6 * mlen + 2) + 6 * dlen + 2 + json.len
+           + sizeof(",\"pageNumber\":,\"pageSize\":,\"total\":") + 3 * 20;
 
     body = ngx_pnalloc(r->pool, size);
     if (body == NULL) {
         return NGX_ERROR;
     }
 
-    if (ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A) {
-        p = ngx_cpymem(body, "{\"succeeded\":true,\"message\":",
-                       sizeof("{\"succeeded\":true,\"message\":") - 1);
-        p = ngx_platform_json_escape(p, message);
-        p = ngx_cpymem(p, ",\"errors\":[],\"data\":",
-                       sizeof(",\"errors\":[],\"data\":") - 1);
-        p = ngx_cpymem(p, data, len);
-        *p++ = '}';
+    p = body;
 
-    } else {
-        p = ngx_cpymem(body, "{\"status\":true,\"statusCode\":0,\"message\":",
-                   sizeof("{\"status\":true,\"statusCode\":0,\"message\":")
-                   - 1);
-        p = ngx_platform_json_escape(p, message);
-        p = ngx_cpymem(p, ",\"data\":", sizeof(",\"data\":") - 1);
-        p = ngx_cpymem(p, data, len);
-        p = ngx_cpymem(p, ",\"errors\":[]}", sizeof(",\"errors\":[]}") - 1);
+    switch (ctx->family->envelope) {
+
+    case NGX_PLATFORM_ENVELOPE_A:
+        p = ok ? ngx_platform_json_literal(p, "{\"succeeded\":true")
+               : ngx_platform_json_literal(p, "{\"succeeded\":false");
+        p = ngx_platform_json_literal(p, ",\"message\":");
+        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
+        p = ngx_platform_json_literal(p, ",\"errors\":[");
+
+        if (!ok) {
+            p = ngx_platform_json_escape(p, (u_char *) detail, dlen);
+        }
+
+        p = ngx_platform_json_literal(p, "]");
+
+        if (data && data->paged) {
+            p = ngx_sprintf(p, ",\"pageNumber\":%V,\"pageSize\":%V,"
+                            "\"total\":%V",
+                            &data->page_number, &data->page_size,
+                            &data->total);
+        }
+
+        p = ngx_platform_json_literal(p, ",\"data\":");
+        p = json.len ? ngx_cpymem(p, json.data, json.len)
+                     : ngx_platform_json_literal(p, "null");
+        *p++ = '}';
+        break;
+
+    case NGX_PLATFORM_ENVELOPE_SALES:
+        if (ok) {
+            /* the sales document is the whole body */
+            p = json.len ? ngx_cpymem(p, json.data, json.len)
+                         : ngx_platform_json_literal(p, "{}");
+            break;
+        }
+
+        p = ngx_platform_json_literal(p, "{\"message\":");
+        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
+        p = ngx_platform_json_literal(p, ",\"data\":null,\"errors\":[");
+        p = ngx_platform_json_escape(p, (u_char *) detail, dlen);
+        p = ngx_platform_json_literal(p, "]}");
+        break;
+
+    default: /* NGX_PLATFORM_ENVELOPE_B, also the errors of bare families */
+        p = ngx_sprintf(p, "{\"status\":%s,\"statusCode\":%ui,\"message\":",
+                        ok ? "true" : "false", ok ? 0 : status);
+        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
+        p = ngx_platform_json_literal(p, ",\"data\":");
+        p = json.len ? ngx_cpymem(p, json.data, json.len)
+                     : ngx_platform_json_literal(p, "{}");
+
+        if (ok) {
+            p = ngx_platform_json_literal(p, ",\"errors\":[]}");
+            break;
+        }
+
+        p = ngx_platform_json_literal(p, ",\"errors\":[{\"message\":");
+        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
+        p = ngx_platform_json_literal(p, ",\"descriptiveMessage\":");
+        p = ngx_platform_json_escape(p, (u_char *) detail, dlen);
+        p = ngx_platform_json_literal(p, "}]}");
+        break;
     }
 
-    return ngx_platform_send_raw(r, NGX_HTTP_OK, body, p - body);
+    return ngx_platform_send_raw(r, status, body, p - body);
+}
+
+
+ngx_int_t
+ngx_platform_send_ok(ngx_http_request_t *r, const char *message,
+    u_char *data, size_t len)
+{
+    ngx_platform_data_t  d;
+
+    ngx_memzero(&d, sizeof(ngx_platform_data_t));
+
+    d.json.data = data;
+    d.json.len = len;
+
+    return ngx_platform_answer(r, NGX_HTTP_OK, message, NULL, &d);
 }
 
 
@@ -267,133 +271,43 @@ ngx_int_t
 ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail)
 {
-    json_t              *body, *errors;
-    ngx_str_t            value;
-    ngx_platform_ctx_t  *ctx;
+    return ngx_platform_answer(r, status, message, detail, NULL);
+}
 
-    ctx = ngx_platform_get_ctx(r);
 
-    if (message == NULL) {
-        message = ngx_platform_status_text(status);
-    }
+/* Retry-After of a 503, WWW-Authenticate of a 401, Allow of a 405 */
 
-    if (detail == NULL) {
-        detail = message;
-    }
+static ngx_int_t
+ngx_platform_error_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_uint_t status)
+{
+    ngx_str_t  value;
 
-    if (status == NGX_HTTP_SERVICE_UNAVAILABLE) {
+    switch (status) {
+
+    case NGX_HTTP_SERVICE_UNAVAILABLE:
         ngx_str_set(&value, "1");
-        if (ngx_platform_add_header(r, "Retry-After", &value) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
+        return ngx_platform_add_header(r, "Retry-After", &value);
 
-    if (status == NGX_HTTP_UNAUTHORIZED) {
-        if (ctx && ctx->challenge.len) {
+    case NGX_HTTP_UNAUTHORIZED:
+        if (ctx->challenge.len) {
             value = ctx->challenge;
 
         } else {
             ngx_str_set(&value, "Bearer");
         }
 
-        if (ngx_platform_add_header(r, "WWW-Authenticate", &value) != NGX_OK)
-        {
-            return NGX_ERROR;
+        return ngx_platform_add_header(r, "WWW-Authenticate", &value);
+
+    case NGX_HTTP_NOT_ALLOWED:
+        if (ctx->allow.len) {
+            return ngx_platform_add_header(r, "Allow", &ctx->allow);
         }
-    }
 
-    if (status == NGX_HTTP_NOT_ALLOWED && ctx && ctx->allow.len) {
-        if (ngx_platform_add_header(r, "Allow", &ctx->allow) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    if (ctx == NULL) {
-        return status;
-    }
-
-    switch (ctx->family->envelope) {
-
-    case NGX_PLATFORM_ENVELOPE_A:
-        message = ngx_platform_text(ctx, message);
-        detail = ngx_platform_text(ctx, detail);
-
-        body = json_pack("{s:b, s:s, s:[s], s:n}",
-                         "succeeded", 0,
-                         "message", message,
-                         "errors", detail,
-                         "data");
-        break;
-
-    case NGX_PLATFORM_ENVELOPE_SALES:
-        body = json_pack("{s:s, s:n, s:[s]}",
-                         "message", message,
-                         "data",
-                         "errors", detail);
-        break;
-
-    default: /* NGX_PLATFORM_ENVELOPE_B, also for bare families */
-        errors = json_pack("[{s:s, s:s}]",
-                           "message", message,
-                           "descriptiveMessage", detail);
-
-        body = json_pack("{s:b, s:i, s:s, s:{}, s:o}",
-                         "status", 0,
-                         "statusCode", (json_int_t) status,
-                         "message", message,
-                         "data",
-                         "errors", errors);
-        break;
-    }
-
-    return ngx_platform_send_json(r, status, body);
-}
-
-
-ngx_int_t
-ngx_platform_send_backend_error(ngx_http_request_t *r, ngx_int_t rc)
-{
-    ngx_uint_t   status;
-    const char  *message, *detail;
-
-    status = ngx_platform_backend_error(rc, &message, &detail);
-
-    return ngx_platform_send_error(r, status, message, detail);
-}
-
-
-ngx_int_t
-ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc)
-{
-    ngx_uint_t   status;
-    const char  *message, *detail;
-
-    status = ngx_platform_backend_error(rc, &message, &detail);
-
-    return ngx_platform_fail(r, status, message, detail);
-}
-
-
-static ngx_uint_t
-ngx_platform_backend_error(ngx_int_t rc, const char **message,
-    const char **detail)
-{
-    switch (rc) {
-
-    case NGX_PLATFORM_TIMEOUT:
-        *message = "Service temporarily unavailable.";
-        *detail = "A backend did not answer in time; retry shortly.";
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
-
-    case NGX_PLATFORM_UNAVAILABLE:
-        *message = "Service temporarily unavailable.";
-        *detail = "A backend is unavailable; retry shortly.";
-        return NGX_HTTP_SERVICE_UNAVAILABLE;
+        return NGX_OK;
 
     default:
-        *message = "Internal server error.";
-        *detail = "The request could not be completed.";
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_OK;
     }
 }
 
@@ -406,8 +320,12 @@ ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status)
 
     ctx = ngx_platform_get_ctx(r);
 
-    if (ctx && ngx_platform_common_headers(r, ctx) != NGX_OK) {
-        return NGX_ERROR;
+    if (ctx) {
+        ctx->answered = 1;
+
+        if (ngx_platform_common_headers(r, ctx) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     r->headers_out.status = status;
@@ -451,8 +369,12 @@ ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
 
     ctx = ngx_platform_get_ctx(r);
 
-    if (ctx && ngx_platform_common_headers(r, ctx) != NGX_OK) {
-        return NGX_ERROR;
+    if (ctx) {
+        ctx->answered = 1;
+
+        if (ngx_platform_common_headers(r, ctx) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     r->headers_out.status = status;
@@ -539,22 +461,122 @@ ngx_platform_add_header(ngx_http_request_t *r, char *name, ngx_str_t *value)
 }
 
 
-static const char *
+/* the family's texts first, then the core's */
+
+const char *
 ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en)
 {
-    ngx_platform_text_t  *t;
+    const char  *fr;
 
     if (ctx->lang != NGX_PLATFORM_LANG_FR) {
         return en;
     }
 
-    for (t = ngx_platform_texts; t->en; t++) {
+    fr = ngx_platform_find_text(ctx->family->texts, en);
+
+    if (fr == NULL) {
+        fr = ngx_platform_find_text(ngx_platform_core_texts, en);
+    }
+
+    return fr ? fr : en;
+}
+
+
+static const char *
+ngx_platform_find_text(ngx_platform_text_t *t, const char *en)
+{
+    if (t == NULL) {
+        return NULL;
+    }
+
+    for ( /* void */ ; t->en; t++) {
         if (ngx_strcmp(t->en, en) == 0) {
             return t->fr;
         }
     }
 
-    return en;
+    return NULL;
+}
+
+
+/*
+ * nginx -t: an Envelope A family answers French clients in French, so
+ * each of its texts has a French version, and each message its endpoint
+ * tables declare is among its texts or the core's.
+ */
+
+char *
+ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
+{
+    char                     *rv;
+    const char               *m[10];
+    ngx_uint_t                i;
+    ngx_platform_sql_t       *sql;
+    ngx_platform_text_t      *t;
+    ngx_platform_endpoint_t  *ep;
+
+    if (family->envelope != NGX_PLATFORM_ENVELOPE_A) {
+        return NGX_CONF_OK;
+    }
+
+    for (t = family->texts; t && t->en; t++) {
+        if (t->fr == NULL || t->fr[0] == '\0') {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "platform_%V: the message \"%s\" has no "
+                               "French text", &family->name, t->en);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    for (ep = family->endpoints; ep->pattern; ep++) {
+        sql = ep->sql;
+
+        ngx_memzero(m, sizeof(m));
+
+        m[0] = ep->invalid;
+        m[1] = ep->invalid_detail;
+
+        if (sql) {
+            m[2] = sql->ok;
+            m[3] = sql->missing;
+            m[4] = sql->missing_detail;
+            m[5] = sql->conflict;
+            m[6] = sql->conflict_detail;
+            m[7] = sql->reference_message;
+            m[8] = sql->reference_detail;
+        }
+
+        for (i = 0; i < 10; i++) {
+            if (m[i] == NULL) {
+                continue;
+            }
+
+            rv = ngx_platform_check_text(cf, family, m[i]);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_platform_check_text(ngx_conf_t *cf, ngx_platform_family_t *family,
+    const char *en)
+{
+    if (ngx_platform_find_text(family->texts, en)
+        || ngx_platform_find_text(ngx_platform_core_texts, en))
+    {
+        return NGX_CONF_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "platform_%V: the message \"%s\" has no French "
+                       "text", &family->name, en);
+
+    return NGX_CONF_ERROR;
 }
 
 
@@ -572,6 +594,8 @@ ngx_platform_status_text(ngx_uint_t status)
         return "Resource not found.";
     case NGX_HTTP_NOT_ALLOWED:
         return "Method not allowed.";
+    case NGX_HTTP_REQUEST_TIME_OUT:
+        return "Request timeout.";
     case NGX_HTTP_CONFLICT:
         return "Conflict.";
     case NGX_HTTP_REQUEST_ENTITY_TOO_LARGE:
@@ -592,18 +616,18 @@ ngx_platform_status_text(ngx_uint_t status)
 }
 
 
-/* a JSON string literal of a NUL-ended UTF-8 string; dst needs 6x+2 */
+/* a JSON string literal; dst needs 6 * len + 2 */
 
-static u_char *
-ngx_platform_json_escape(u_char *dst, const char *src)
+u_char *
+ngx_platform_json_escape(u_char *dst, u_char *src, size_t len)
 {
-    u_char            c;
+    u_char            c, *end;
     static u_char     hex[] = "0123456789abcdef";
 
     *dst++ = '"';
 
-    while (*src) {
-        c = (u_char) *src++;
+    for (end = src + len; src < end; src++) {
+        c = *src;
 
         if (c == '"' || c == '\\') {
             *dst++ = '\\';

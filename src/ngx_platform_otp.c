@@ -15,7 +15,7 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_redis.h"
+#include "ngx_platform_op.h"
 
 
 #define NGX_PLATFORM_OTP_MIN_DIGITS  4
@@ -25,7 +25,7 @@
 static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
-static void ngx_platform_otp_done(ngx_http_request_t *r, redisReply *reply,
+static void ngx_platform_otp_done(void *data, redisReply *reply,
     ngx_int_t rc);
 static ngx_int_t ngx_platform_otp_respond(ngx_http_request_t *r,
     redisReply *reply);
@@ -69,12 +69,17 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
 };
 
 
-static ngx_platform_route_t  ngx_platform_otp_routes[] = {
+/* validating consumes the code: a HEAD, which never changes state, is 405 */
 
-    { NGX_HTTP_GET, "/validate-otp/{}", NGX_PLATFORM_AUTH_TENANT,
-      ngx_platform_otp_validate },
+static ngx_platform_endpoint_t  ngx_platform_otp_endpoints[] = {
 
-    { 0, NULL, 0, NULL }
+    { NGX_HTTP_GET, "/validate-otp/{string:otpCode}",
+      NGX_PLATFORM_AUTH_TENANT,
+      NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY|NGX_PLATFORM_IN_NO_HEAD,
+      NULL, NULL, NULL, NULL,
+      NULL, ngx_platform_otp_validate },
+
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -82,8 +87,9 @@ ngx_platform_family_t  ngx_platform_otp_family = {
     ngx_string("otp"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_REDIS,
-    NGX_PLATFORM_HEADER_TENANT|NGX_PLATFORM_HEADER_COUNTRY,
-    ngx_platform_otp_routes
+    ngx_platform_otp_endpoints,
+    NULL,
+    0
 };
 
 
@@ -94,32 +100,15 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     u_char                    max[NGX_INT_T_LEN];
     u_char                    window[NGX_TIME_T_LEN];
     size_t                    argvlen[5];
-    ngx_int_t                 rc;
     ngx_str_t                 tenant, country, code, *addr;
     ngx_str_t                 otp_key, attempts_key;
     ngx_uint_t                valid;
     const char               *argv[5];
     ngx_platform_loc_conf_t  *plcf;
 
-    rc = ngx_platform_require_tenant(r, ctx);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    rc = ngx_platform_require_country(r, ctx);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
     tenant = ctx->identity.tenant;
     country = ctx->identity.country;
-
-    if (ctx->nparams > 0) {
-        code = ctx->params[0];
-
-    } else {
-        ngx_str_null(&code);
-    }
+    code = ctx->args[0];
 
     valid = ngx_platform_otp_code_valid(&code);
 
@@ -165,14 +154,8 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     argvlen[4] = 1;
 
     /* the arguments are copied: the stack buffers may go */
-    rc = ngx_platform_redis_eval(r, &ngx_platform_otp_script, 2, 5, argv,
-                                 argvlen, ngx_platform_otp_done);
-
-    if (rc == NGX_DONE) {
-        return NGX_DONE;
-    }
-
-    return ngx_platform_send_backend_error(r, rc);
+    return ngx_platform_eval(r, &ngx_platform_otp_script, 2, 5, argv, argvlen,
+                             ngx_platform_otp_done);
 }
 
 
@@ -200,10 +183,12 @@ ngx_platform_otp_code_valid(ngx_str_t *code)
 
 
 static void
-ngx_platform_otp_done(ngx_http_request_t *r, redisReply *reply, ngx_int_t rc)
+ngx_platform_otp_done(void *data, redisReply *reply, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
+        ngx_platform_finalize(r, ngx_platform_backend_fail(r, rc));
         return;
     }
 
@@ -217,9 +202,7 @@ ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
     long long  status, ttl;
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "otp: redis error: %*s", reply->len, reply->str);
-        goto failed;
+        return ngx_platform_redis_outcome(r, reply);
     }
 
     if (reply->type != REDIS_REPLY_ARRAY
@@ -239,7 +222,7 @@ ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
     switch (status) {
 
     case NGX_HTTP_OK:
-        return ngx_platform_send_ok(r, "OTP code validated", NULL);
+        return ngx_platform_send_ok(r, "OTP code validated", NULL, 0);
 
     case NGX_HTTP_BAD_REQUEST:
         return ngx_platform_send_error(r, NGX_HTTP_BAD_REQUEST,
@@ -261,9 +244,7 @@ ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
 
 failed:
 
-    return ngx_platform_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                   "Internal server error.",
-                                   "The request could not be completed.");
+    return ngx_platform_backend_fail(r, NGX_ERROR);
 }
 
 

@@ -12,29 +12,7 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_pg.h"
-
-
-static ngx_int_t ngx_platform_persons_account(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
-
-
-static ngx_platform_route_t  ngx_platform_persons_routes[] = {
-
-    { NGX_HTTP_GET, "/api/v{}/PersonAccounts/{}/get",
-      NGX_PLATFORM_AUTH_BEARER, ngx_platform_persons_account },
-
-    { 0, NULL, 0, NULL }
-};
-
-
-ngx_platform_family_t  ngx_platform_persons_family = {
-    ngx_string("persons"),
-    NGX_PLATFORM_ENVELOPE_A,
-    NGX_PLATFORM_BACKEND_PG,
-    0,
-    ngx_platform_persons_routes
-};
+#include "ngx_platform_op.h"
 
 
 /*
@@ -44,58 +22,62 @@ ngx_platform_family_t  ngx_platform_persons_family = {
  * sets options).
  */
 
-static ngx_platform_pg_document_t  ngx_platform_persons_account_doc = {
+static ngx_platform_sql_t  ngx_platform_persons_account = {
     { "platform_persons_account",
 
-    "SELECT json_build_object("
-    "'id', id,"
-    " 'personId', person_id,"
-    " 'accountId', account_id,"
-    " 'accountBIC', account_bic,"
-    " 'accountType', account_type,"
-    " 'accountName', account_name,"
-    " 'currency', currency,"
-    " 'availableBalance', available_balance,"
-    " 'accountLimit', account_limit,"
-    " 'statusDescription', status_description,"
-    " 'created', created,"
-    " 'nubanOrIban', nuban_or_iban,"
-    " 'purpose', purpose,"
-    " 'comment', comment,"
-    " 'status', status,"
-    " 'productId', product_id,"
-    " 'clientId', client_id)::text"
-    " FROM person_accounts"
-    " WHERE id = $1::uuid AND tenant_id = $2",
+      "SELECT row_to_json(a)::text FROM ("
+      "SELECT id, person_id AS \"personId\", account_id AS \"accountId\","
+      " account_bic AS \"accountBIC\", account_type AS \"accountType\","
+      " account_name AS \"accountName\", currency,"
+      " available_balance AS \"availableBalance\","
+      " account_limit AS \"accountLimit\","
+      " status_description AS \"statusDescription\", created,"
+      " nuban_or_iban AS \"nubanOrIban\", purpose, comment, status,"
+      " product_id AS \"productId\", client_id AS \"clientId\""
+      " FROM person_accounts"
+      " WHERE id = $1::uuid AND tenant_id = $2) a",
 
-    2 },
+      2 },
+
+    { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT },
+    NGX_PLATFORM_ANSWER_DOCUMENT,
 
     "Person account retrieved.",
     "Person account not found.",
-    "No person account with this id exists."
+    "No person account with this id exists.",
+    NULL, NULL, 0, NULL, NULL
 };
 
 
-static ngx_int_t
-ngx_platform_persons_account(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
-{
-    ngx_int_t  rc;
-    ngx_str_t  params[2];
+static ngx_platform_endpoint_t  ngx_platform_persons_endpoints[] = {
 
-    rc = ngx_platform_require_tenant(r, ctx);
-    if (rc != NGX_OK) {
-        return rc;
-    }
+    { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
+      NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
+      NULL, NULL,
+      "Invalid person account id.", "The id must be a uuid.",
+      &ngx_platform_persons_account, NULL },
 
-    params[0] = ctx->params[0];
-    params[1] = ctx->identity.tenant;
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+};
 
-    if (!ngx_platform_is_uuid(&params[0])) {
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
-                                 "Invalid person account id.",
-                                 "The id must be a uuid.");
-    }
 
-    return ngx_platform_pg_document(r, &ngx_platform_persons_account_doc,
-                                    params);
-}
+static ngx_platform_text_t  ngx_platform_persons_texts[] = {
+    { "Person account retrieved.", "Compte de personne récupéré." },
+    { "Invalid person account id.",
+      "Identifiant de compte de personne invalide." },
+    { "The id must be a uuid.", "L'identifiant doit être un uuid." },
+    { "Person account not found.", "Compte de personne introuvable." },
+    { "No person account with this id exists.",
+      "Aucun compte de personne ne porte cet identifiant." },
+    { NULL, NULL }
+};
+
+
+ngx_platform_family_t  ngx_platform_persons_family = {
+    ngx_string("persons"),
+    NGX_PLATFORM_ENVELOPE_A,
+    NGX_PLATFORM_BACKEND_PG,
+    ngx_platform_persons_endpoints,
+    ngx_platform_persons_texts,
+    0
+};

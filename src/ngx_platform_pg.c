@@ -54,7 +54,8 @@ typedef struct {
 
 struct ngx_platform_pg_op_s {
     ngx_queue_t                  queue;      /* pool->waiting */
-    ngx_http_request_t          *request;    /* NULL once orphaned */
+    void                        *data;       /* NULL once orphaned */
+    ngx_log_t                   *log;
     ngx_pool_cleanup_t          *cleanup;
     ngx_platform_pg_conn_t      *conn;
     ngx_platform_pg_stmt_t      *stmt;
@@ -93,8 +94,6 @@ static ngx_int_t ngx_platform_pg_op_params(ngx_platform_pg_op_t *op,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params);
 static void ngx_platform_pg_op_free(ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_request_cleanup(void *data);
-static void ngx_platform_pg_document_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static void ngx_platform_pg_wait_timeout(ngx_event_t *ev);
 static ngx_int_t ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
@@ -133,8 +132,9 @@ static ngx_platform_pg_pool_t  *ngx_platform_pg_pool;
 
 
 ngx_int_t
-ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
-    ngx_str_t *params, ngx_platform_pg_handler_pt handler)
+ngx_platform_pg_query(ngx_pool_t *p, ngx_log_t *log,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_platform_pg_handler_pt handler, void *data)
 {
     ngx_queue_t             *q;
     ngx_pool_cleanup_t      *cln;
@@ -145,12 +145,12 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     pool = ngx_platform_pg_pool;
 
     if (pool == NULL) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_ERR, log, 0,
                       "platform: \"platform_pg\" is not configured");
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
+    cln = ngx_pool_cleanup_add(p, 0);
     if (cln == NULL) {
         return NGX_ERROR;
     }
@@ -160,7 +160,8 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
         return NGX_ERROR;
     }
 
-    op->request = r;
+    op->data = data;
+    op->log = log;
     op->cleanup = cln;
 
     cln->handler = ngx_platform_pg_request_cleanup;
@@ -179,7 +180,7 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
         ngx_queue_insert_head(&pool->busy, q);
 
         if (ngx_platform_pg_dispatch(pc, op) != NGX_OK) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+            ngx_log_error(NGX_LOG_ERR, log, 0,
                           "platform: PostgreSQL connection lost: %*s",
                           ngx_platform_pg_line(PQerrorMessage(pc->conn)),
                           PQerrorMessage(pc->conn));
@@ -207,7 +208,7 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
 
         op->wait_timer.handler = ngx_platform_pg_wait_timeout;
         op->wait_timer.data = op;
-        op->wait_timer.log = r->connection->log;
+        op->wait_timer.log = log;
         /* a request waits here: the timer must hold a graceful exit */
         op->wait_timer.cancelable = 0;
 
@@ -217,15 +218,13 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
         goto unavailable;
     }
 
-    r->main->count++;
-
     return NGX_DONE;
 
 unavailable:
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+    ngx_log_error(NGX_LOG_WARN, log, 0,
                   "platform: PostgreSQL %s, statement \"%s\" rejected",
                   pool->nconns ? "pool and queue are full"
                                : "is unavailable",
@@ -236,52 +235,6 @@ unavailable:
     ngx_platform_pg_op_free(op);
 
     return NGX_PLATFORM_UNAVAILABLE;
-}
-
-
-ngx_int_t
-ngx_platform_pg_document(ngx_http_request_t *r,
-    ngx_platform_pg_document_t *doc, ngx_str_t *params)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_platform_pg_query(r, &doc->stmt, params,
-                               ngx_platform_pg_document_done);
-
-    if (rc != NGX_DONE) {
-        return ngx_platform_send_backend_error(r, rc);
-    }
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_platform_pg_document_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
-    PGresult *res, ngx_int_t rc)
-{
-    ngx_platform_pg_document_t  *doc;
-
-    /* the statement is the document's first member */
-    doc = (ngx_platform_pg_document_t *) op->stmt;
-
-    if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
-        return;
-    }
-
-    if (PQntuples(res) == 0) {
-        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                                                   doc->missing,
-                                                   doc->missing_detail));
-        return;
-    }
-
-    /* send_ok_raw() copies the document out of the result */
-
-    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r, doc->found,
-                                  (u_char *) PQgetvalue(res, 0, 0),
-                                  PQgetlength(res, 0, 0)));
 }
 
 
@@ -447,7 +400,7 @@ ngx_platform_pg_request_cleanup(void *data)
 {
     ngx_platform_pg_op_t *op = data;
 
-    op->request = NULL;
+    op->data = NULL;
     op->cleanup = NULL;
 
     if (op->waiting) {
@@ -463,7 +416,6 @@ ngx_platform_pg_request_cleanup(void *data)
 static void
 ngx_platform_pg_wait_timeout(ngx_event_t *ev)
 {
-    ngx_http_request_t    *r;
     ngx_platform_pg_op_t  *op;
 
     op = ev->data;
@@ -473,14 +425,12 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
     op->waiting = 0;
 
-    r = op->request;
-
     ngx_log_error(NGX_LOG_WARN, ev->log, 0,
                   "platform: no PostgreSQL connection became free in time "
                   "for statement \"%s\"", op->stmt->name);
 
-    if (r) {
-        op->handler(r, op, NULL, NGX_PLATFORM_TIMEOUT);
+    if (op->data) {
+        op->handler(op->data, op, NULL, NGX_PLATFORM_TIMEOUT);
     }
 
     ngx_platform_pg_op_free(op);
@@ -739,7 +689,7 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
     op = pc->op;
     pc->op = NULL;
 
-    if (op && op->request == NULL) {
+    if (op && op->data == NULL) {
         /* the client left while we connected */
         ngx_platform_pg_op_free(op);
         op = NULL;
@@ -1099,11 +1049,11 @@ ngx_platform_pg_complete(ngx_platform_pg_conn_t *pc, PGresult *res,
 
     op->continued = 0;
 
-    if (op->request) {
-        op->handler(op->request, op, res, rc);
+    if (op->data) {
+        op->handler(op->data, op, res, rc);
     }
 
-    if (op->continued && op->request && PQstatus(pc->conn) == CONNECTION_OK)
+    if (op->continued && op->data && PQstatus(pc->conn) == CONNECTION_OK)
     {
         ngx_add_timer(&pc->timer, pc->pool->conf->pg_query_timeout);
 
@@ -1201,8 +1151,8 @@ ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc, char *reason)
     if (op) {
         op->conn = NULL;
 
-        if (op->request) {
-            op->handler(op->request, op, NULL, rc);
+        if (op->data) {
+            op->handler(op->data, op, NULL, rc);
         }
 
         ngx_platform_pg_op_free(op);
@@ -1263,8 +1213,8 @@ ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool)
             pool->nwaiting--;
             op->waiting = 0;
 
-            if (op->request) {
-                op->handler(op->request, op, NULL,
+            if (op->data) {
+                op->handler(op->data, op, NULL,
                             NGX_PLATFORM_UNAVAILABLE);
             }
 
@@ -1313,8 +1263,8 @@ ngx_platform_pg_line(const char *message)
 static ngx_log_t *
 ngx_platform_pg_log(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
-    if (op && op->request) {
-        return op->request->connection->log;
+    if (op && op->data) {
+        return op->log;
     }
 
     return pc->pool->log;

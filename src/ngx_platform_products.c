@@ -14,12 +14,12 @@
 #include <ngx_md5.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_pg.h"
+#include "ngx_platform_op.h"
 
 
 static ngx_int_t ngx_platform_products_classifications(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_products_classifications_done(ngx_http_request_t *r,
+static void ngx_platform_products_classifications_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_products_cache_set(u_char *data, size_t len);
 static ngx_int_t ngx_platform_products_send(ngx_http_request_t *r);
@@ -39,12 +39,14 @@ typedef struct {
 static ngx_platform_products_cache_t  ngx_platform_products_cache;
 
 
-static ngx_platform_route_t  ngx_platform_products_routes[] = {
+static ngx_platform_endpoint_t  ngx_platform_products_endpoints[] = {
 
     { NGX_HTTP_GET, "/api/v1/products/classifications",
-      NGX_PLATFORM_AUTH_NONE, ngx_platform_products_classifications },
+      NGX_PLATFORM_AUTH_NONE, 0,
+      NULL, NULL, NULL, NULL,
+      NULL, ngx_platform_products_classifications },
 
-    { 0, NULL, 0, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -52,19 +54,20 @@ ngx_platform_family_t  ngx_platform_products_family = {
     ngx_string("products"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_PG,
-    0,
-    ngx_platform_products_routes
+    ngx_platform_products_endpoints,
+    NULL,
+    0
 };
 
 
 static ngx_platform_pg_stmt_t  ngx_platform_products_classifications_stmt = {
     "platform_products_classifications",
 
-    "SELECT json_build_object('classifications',"
-    " coalesce(json_agg(json_build_object('group', group_name,"
-    " 'tags', to_json(tags)) ORDER BY position, group_name),"
-    " '[]'::json))::text"
-    " FROM product_classifications",
+    "SELECT '{\"classifications\":['"
+    " || coalesce(string_agg((SELECT row_to_json(x) FROM (SELECT"
+    " c.group_name AS \"group\", to_json(c.tags) AS tags) x)::text, ','"
+    " ORDER BY c.position, c.group_name), '') || ']}'"
+    " FROM product_classifications c",
 
     0
 };
@@ -74,7 +77,6 @@ static ngx_int_t
 ngx_platform_products_classifications(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx)
 {
-    ngx_int_t                 rc;
     ngx_platform_loc_conf_t  *plcf;
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
@@ -86,24 +88,19 @@ ngx_platform_products_classifications(ngx_http_request_t *r,
         return ngx_platform_products_send(r);
     }
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_products_classifications_stmt,
-                               NULL,
-                               ngx_platform_products_classifications_done);
-
-    if (rc != NGX_DONE) {
-        return ngx_platform_send_backend_error(r, rc);
-    }
-
-    return NGX_DONE;
+    return ngx_platform_query(r, &ngx_platform_products_classifications_stmt,
+                              NULL, ngx_platform_products_classifications_done);
 }
 
 
 static void
-ngx_platform_products_classifications_done(ngx_http_request_t *r,
+ngx_platform_products_classifications_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
+        ngx_platform_finalize(r, ngx_platform_pg_outcome(r, NULL, res, rc));
         return;
     }
 

@@ -21,7 +21,8 @@
 
 
 typedef struct {
-    ngx_http_request_t             *request;   /* NULL once detached */
+    void                           *data;      /* NULL once detached */
+    ngx_log_t                      *log;
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
     redisAsyncContext              *ac;
@@ -83,7 +84,8 @@ static void ngx_platform_redis_read_handler(ngx_event_t *ev);
 static void ngx_platform_redis_write_handler(ngx_event_t *ev);
 
 static ngx_uint_t ngx_platform_redis_usable(ngx_platform_redis_t *rd);
-static ngx_int_t ngx_platform_redis_submit(ngx_http_request_t *r,
+static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log,
+    void *data,
     ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
     const size_t *argvlen);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
@@ -705,9 +707,9 @@ ngx_platform_redis_write_handler(ngx_event_t *ev)
 /* commands */
 
 ngx_int_t
-ngx_platform_redis_command(ngx_http_request_t *r,
-    ngx_platform_redis_handler_pt handler, int argc, const char **argv,
-    const size_t *argvlen)
+ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_redis_handler_pt handler, void *data, int argc,
+    const char **argv, const size_t *argvlen)
 {
     ngx_platform_redis_cmd_t  *cmd;
 
@@ -716,7 +718,7 @@ ngx_platform_redis_command(ngx_http_request_t *r,
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
-    cmd = ngx_calloc(sizeof(ngx_platform_redis_cmd_t), r->connection->log);
+    cmd = ngx_calloc(sizeof(ngx_platform_redis_cmd_t), log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
@@ -724,15 +726,16 @@ ngx_platform_redis_command(ngx_http_request_t *r,
     cmd->handler = handler;
 
     /* hiredis copies the arguments into its buffer at once */
-    return ngx_platform_redis_submit(r, cmd, argc, argv, argvlen);
+    return ngx_platform_redis_submit(pool, log, data, cmd, argc, argv,
+                                     argvlen);
 }
 
 
 ngx_int_t
-ngx_platform_redis_eval(ngx_http_request_t *r,
+ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_redis_script_t *script, int nkeys, int argc,
     const char **argv, const size_t *argvlen,
-    ngx_platform_redis_handler_pt handler)
+    ngx_platform_redis_handler_pt handler, void *data)
 {
     int                        i, n;
     size_t                     size;
@@ -759,7 +762,7 @@ ngx_platform_redis_eval(ngx_http_request_t *r,
     }
 
     /* kept past the request: the NOSCRIPT retry may come after it */
-    cmd = ngx_calloc(size, r->connection->log);
+    cmd = ngx_calloc(size, log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
@@ -785,8 +788,8 @@ ngx_platform_redis_eval(ngx_http_request_t *r,
         p = ngx_cpymem(p, argv[i], argvlen[i]);
     }
 
-    return ngx_platform_redis_submit(r, cmd, cmd->argc, cmd->argv,
-                                     cmd->argvlen);
+    return ngx_platform_redis_submit(pool, log, data, cmd, cmd->argc,
+                                     cmd->argv, cmd->argvlen);
 }
 
 
@@ -804,8 +807,9 @@ ngx_platform_redis_usable(ngx_platform_redis_t *rd)
 /* sends cmd, or frees it; owns cmd from here on */
 
 static ngx_int_t
-ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
-    int argc, const char **argv, const size_t *argvlen)
+ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log, void *data,
+    ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
+    const size_t *argvlen)
 {
     ngx_pool_cleanup_t    *cln;
     ngx_platform_redis_t  *rd;
@@ -813,7 +817,7 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
     rd = ngx_platform_redis;
 
     /* before the send: a failure after it could not take cmd back */
-    cln = ngx_pool_cleanup_add(r->pool, 0);
+    cln = ngx_pool_cleanup_add(pool, 0);
     if (cln == NULL) {
         ngx_free(cmd);
         return NGX_ERROR;
@@ -823,7 +827,7 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
                               argv, argvlen)
         != REDIS_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_ERR, log, 0,
                       "redis: could not queue a command");
         ngx_free(cmd);
         return NGX_PLATFORM_UNAVAILABLE;
@@ -831,7 +835,8 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
 
     /* from here hiredis calls ngx_platform_redis_reply() exactly once */
 
-    cmd->request = r;
+    cmd->data = data;
+    cmd->log = log;
     cmd->cleanup = cln;
     cmd->ac = rd->ac;
     cmd->sent = ngx_current_msec;
@@ -851,8 +856,6 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
 
-    r->main->count++;
-
     return NGX_DONE;
 }
 
@@ -863,9 +866,9 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     redisReply                *reply = data;
     ngx_platform_redis_cmd_t  *cmd = privdata;
 
+    void                           *r;
     size_t                          len;
     ngx_int_t                       rc;
-    ngx_http_request_t             *r;
     ngx_platform_redis_t           *rd;
     ngx_platform_redis_handler_pt   handler;
 
@@ -879,7 +882,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         rd->last_reply = ngx_current_msec;
     }
 
-    r = cmd->request;
+    r = cmd->data;
 
     if (r != NULL
         && reply != NULL
@@ -908,7 +911,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
             return;
         }
 
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                       "redis: could not queue EVAL");
 
         reply = NULL;
@@ -937,15 +940,15 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
 static void
 ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
 {
+    void                           *r;
     ngx_uint_t                      stuck;
     redisAsyncContext              *ac;
-    ngx_http_request_t             *r;
     ngx_platform_redis_t           *rd;
     ngx_platform_redis_cmd_t       *cmd;
     ngx_platform_redis_handler_pt   handler;
 
     cmd = ev->data;
-    r = cmd->request;
+    r = cmd->data;
     handler = cmd->handler;
     rd = ngx_platform_redis;
 
@@ -953,7 +956,7 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
         return;
     }
 
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+    ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                   "redis: command timed out");
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_TIMEOUTS);
@@ -996,7 +999,7 @@ ngx_platform_redis_cmd_cleanup(void *data)
         ngx_del_timer(&cmd->timer);
     }
 
-    cmd->request = NULL;
+    cmd->data = NULL;
 }
 
 
@@ -1007,12 +1010,12 @@ ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
         ngx_del_timer(&cmd->timer);
     }
 
-    if (cmd->request == NULL) {
+    if (cmd->data == NULL) {
         return;
     }
 
     cmd->cleanup->handler = NULL;
-    cmd->request = NULL;
+    cmd->data = NULL;
 }
 
 

@@ -17,11 +17,9 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_pg.h"
-#include "ngx_platform_redis.h"
+#include "ngx_platform_op.h"
 
 
-#define NGX_PLATFORM_FAMILIES_MAX   16
 #define NGX_PLATFORM_WORKERS_MAX    64
 #define NGX_PLATFORM_SHM_SIZE       (128 * 1024)
 
@@ -50,10 +48,10 @@ typedef struct {
 
 static ngx_int_t ngx_platform_health(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_health_pg_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
-static void ngx_platform_health_redis_done(ngx_http_request_t *r,
-    redisReply *reply, ngx_int_t rc);
+static void ngx_platform_health_pg_done(void *data, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc);
+static void ngx_platform_health_redis_done(void *data, redisReply *reply,
+    ngx_int_t rc);
 static void ngx_platform_health_step(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_health_send(ngx_http_request_t *r,
     ngx_platform_health_t *h);
@@ -65,15 +63,17 @@ static void ngx_platform_metrics_gauges(void);
 static void ngx_platform_metrics_gauges_timer(ngx_event_t *ev);
 
 
-static ngx_platform_route_t  ngx_platform_health_routes[] = {
-    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, ngx_platform_health },
-    { 0, NULL, 0, NULL }
+static ngx_platform_endpoint_t  ngx_platform_health_endpoints[] = {
+    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
+      NULL, ngx_platform_health },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
-static ngx_platform_route_t  ngx_platform_metrics_routes[] = {
-    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, ngx_platform_metrics },
-    { 0, NULL, 0, NULL }
+static ngx_platform_endpoint_t  ngx_platform_metrics_endpoints[] = {
+    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
+      NULL, ngx_platform_metrics },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -81,8 +81,9 @@ ngx_platform_family_t  ngx_platform_health_family = {
     ngx_string("health"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
-    0,
-    ngx_platform_health_routes
+    ngx_platform_health_endpoints,
+    NULL,
+    0
 };
 
 
@@ -90,21 +91,9 @@ ngx_platform_family_t  ngx_platform_metrics_family = {
     ngx_string("metrics"),
     NGX_PLATFORM_ENVELOPE_B,
     0,
-    0,
-    ngx_platform_metrics_routes
-};
-
-
-/* families in the order of their metrics */
-
-static ngx_platform_family_t  *ngx_platform_families[] = {
-    &ngx_platform_otp_family,
-    &ngx_platform_products_family,
-    &ngx_platform_tms_family,
-    &ngx_platform_persons_family,
-    &ngx_platform_health_family,
-    &ngx_platform_metrics_family,
-    NULL
+    ngx_platform_metrics_endpoints,
+    NULL,
+    0
 };
 
 
@@ -139,7 +128,9 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     { "platform_apikey_lookups_total",
       "API keys looked up in PostgreSQL." },
     { "platform_apikeys_refused_total",
-      "API keys refused: malformed, unknown, revoked or of another scope." }
+      "API keys refused: malformed, unknown, revoked or of another scope." },
+    { "platform_pg_retries_total",
+      "Statements run again after a serialization failure or deadlock." }
 };
 
 
@@ -169,14 +160,14 @@ ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     /* each backend operation holds its own count of the request */
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_health_stmt, NULL,
-                               ngx_platform_health_pg_done);
+    rc = ngx_platform_query(r, &ngx_platform_health_stmt, NULL,
+                            ngx_platform_health_pg_done);
     if (rc == NGX_DONE) {
         h->pending++;
     }
 
-    rc = ngx_platform_redis_command(r, ngx_platform_health_redis_done, 1,
-                                    ping, ping_len);
+    rc = ngx_platform_command(r, ngx_platform_health_redis_done, 1, ping,
+                              ping_len);
     if (rc == NGX_DONE) {
         h->pending++;
     }
@@ -192,9 +183,11 @@ ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
 
 static void
-ngx_platform_health_pg_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+ngx_platform_health_pg_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     ngx_platform_ctx_t     *ctx;
     ngx_platform_health_t  *h;
 
@@ -208,9 +201,10 @@ ngx_platform_health_pg_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
 
 
 static void
-ngx_platform_health_redis_done(ngx_http_request_t *r, redisReply *reply,
-    ngx_int_t rc)
+ngx_platform_health_redis_done(void *data, redisReply *reply, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     ngx_platform_ctx_t     *ctx;
     ngx_platform_health_t  *h;
 
@@ -246,19 +240,26 @@ ngx_platform_health_step(ngx_http_request_t *r)
 static ngx_int_t
 ngx_platform_health_send(ngx_http_request_t *r, ngx_platform_health_t *h)
 {
-    json_t      *body;
+    u_char      *body, *p;
     ngx_uint_t   up;
 
     up = h->pg_up && h->redis_up;
 
-    body = json_pack("{s:s, s:{s:s}, s:{s:s}}",
-                     "status", up ? "up" : "down",
-                     "postgres", "status", h->pg_up ? "up" : "down",
-                     "redis", "status", h->redis_up ? "up" : "down");
+    body = ngx_pnalloc(r->pool, sizeof("{\"status\":\"down\","
+                                       "\"postgres\":{\"status\":\"down\"},"
+                                       "\"redis\":{\"status\":\"down\"}}"));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
-    return ngx_platform_send_json(r, up ? NGX_HTTP_OK
-                                        : NGX_HTTP_SERVICE_UNAVAILABLE,
-                                  body);
+    p = ngx_sprintf(body, "{\"status\":\"%s\",\"postgres\":{\"status\":"
+                    "\"%s\"},\"redis\":{\"status\":\"%s\"}}",
+                    up ? "up" : "down", h->pg_up ? "up" : "down",
+                    h->redis_up ? "up" : "down");
+
+    return ngx_platform_send_raw(r, up ? NGX_HTTP_OK
+                                       : NGX_HTTP_SERVICE_UNAVAILABLE,
+                                 body, p - body);
 }
 
 
@@ -515,9 +516,10 @@ ngx_platform_metrics_gauges_timer(ngx_event_t *ev)
 
 
 void
-ngx_platform_metrics_init_process(void)
+ngx_platform_metrics_init_process(ngx_cycle_t *cycle)
 {
-    static ngx_event_t  ev;
+    static ngx_event_t       ev;
+    static ngx_connection_t  dumb;
 
     ngx_platform_metrics_gauges();
 
@@ -525,10 +527,18 @@ ngx_platform_metrics_init_process(void)
         return;
     }
 
-    /* cancelable: it must not hold up a graceful exit */
+    /*
+     * nginx's timer debug lines read the fd of ev.data as a connection's:
+     * a dummy one, as nginx's cache manager has
+     */
+
+    dumb.fd = (ngx_socket_t) -1;
 
     ev.handler = ngx_platform_metrics_gauges_timer;
-    ev.log = ngx_cycle->log;
+    ev.data = &dumb;
+    ev.log = cycle->log;
+
+    /* cancelable: it must not hold up a graceful exit */
     ev.cancelable = 1;
 
     ngx_add_timer(&ev, 1000);

@@ -12,19 +12,64 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_pg.h"
+#include "ngx_platform_op.h"
 
 
-static ngx_int_t ngx_platform_tms_delivery_order(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
+/*
+ * The delivery order document of docs/api.md, built by the server. The
+ * addresses are jsonb: read back through a fixed record so that the
+ * document has its documented keys, compact, in a stable order.
+ */
+
+#define NGX_PLATFORM_TMS_ADDRESS(column)                                    \
+    "(SELECT row_to_json(a) FROM jsonb_to_record(" column ") AS a("         \
+    "address text, city text, state text, country text,"                   \
+    " \"postalCode\" text, latitude float8, longitude float8,"             \
+    " \"contactName\" text, \"contactPhone\" text))"
+
+static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
+    { "platform_tms_delivery_order",
+
+      "SELECT row_to_json(x)::text FROM (SELECT o.id,"
+      " o.order_number AS \"orderNumber\", o.status,"
+      " o.tenant_id AS \"tenantId\", o.country_code AS \"countryCode\","
+      " " NGX_PLATFORM_TMS_ADDRESS("o.pickup_address") " AS \"pickupAddress\","
+      " " NGX_PLATFORM_TMS_ADDRESS("o.dropoff_address")
+      " AS \"dropOffAddress\","
+      " CASE WHEN dr.id IS NOT NULL THEN"
+      " (SELECT row_to_json(d) FROM (SELECT dr.id, dr.name, dr.phone,"
+      " dr.vehicle_type AS \"vehicleType\", dr.status) d) END AS driver,"
+      " o.shipping_fee AS \"shippingFee\", o.currency,"
+      " o.assigned_at AS \"assignedAt\", o.created_at AS \"createdAt\","
+      " o.updated_at AS \"updatedAt\""
+      " FROM delivery_orders o"
+      " LEFT JOIN drivers dr"
+      " ON dr.id = o.driver_id AND dr.tenant_id = o.tenant_id"
+      " WHERE o.id = $1::uuid AND o.tenant_id = $2 AND o.country_code = $3"
+      ") x",
+
+      3 },
+
+    { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY },
+    NGX_PLATFORM_ANSWER_DOCUMENT,
+
+    "Delivery order retrieved.",
+    "Delivery order not found.",
+    "No delivery order with this id exists.",
+    NULL, NULL, 0, NULL, NULL
+};
 
 
-static ngx_platform_route_t  ngx_platform_tms_routes[] = {
+static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
 
-    { NGX_HTTP_GET, "/tms/delivery-orders/{}", NGX_PLATFORM_AUTH_TENANT,
-      ngx_platform_tms_delivery_order },
+    { NGX_HTTP_GET, "/tms/delivery-orders/{uuid}",
+      NGX_PLATFORM_AUTH_TENANT,
+      NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
+      NULL, NULL,
+      "invalid delivery order id", "The delivery order id must be a uuid.",
+      &ngx_platform_tms_delivery_order, NULL },
 
-    { 0, NULL, 0, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -32,71 +77,7 @@ ngx_platform_family_t  ngx_platform_tms_family = {
     ngx_string("tms"),
     NGX_PLATFORM_ENVELOPE_B,
     NGX_PLATFORM_BACKEND_PG,
-    NGX_PLATFORM_HEADER_TENANT|NGX_PLATFORM_HEADER_COUNTRY,
-    ngx_platform_tms_routes
+    ngx_platform_tms_endpoints,
+    NULL,
+    0
 };
-
-
-/* the delivery order document of docs/api.md, built by the server */
-
-static ngx_platform_pg_document_t  ngx_platform_tms_delivery_order_doc = {
-    { "platform_tms_delivery_order",
-
-    "SELECT json_build_object("
-    "'id', o.id,"
-    " 'orderNumber', o.order_number,"
-    " 'status', o.status,"
-    " 'tenantId', o.tenant_id,"
-    " 'countryCode', o.country_code,"
-    " 'pickupAddress', o.pickup_address,"
-    " 'dropOffAddress', o.dropoff_address,"
-    " 'driver', CASE WHEN d.id IS NULL THEN NULL ELSE json_build_object("
-    "'id', d.id, 'name', d.name, 'phone', d.phone,"
-    " 'vehicleType', d.vehicle_type, 'status', d.status) END,"
-    " 'shippingFee', o.shipping_fee,"
-    " 'currency', o.currency,"
-    " 'assignedAt', o.assigned_at,"
-    " 'createdAt', o.created_at,"
-    " 'updatedAt', o.updated_at)::text"
-    " FROM delivery_orders o"
-    " LEFT JOIN drivers d ON d.id = o.driver_id AND d.tenant_id = o.tenant_id"
-    " WHERE o.id = $1::uuid AND o.tenant_id = $2 AND o.country_code = $3",
-
-    3 },
-
-    "Delivery order retrieved.",
-    "Delivery order not found.",
-    "No delivery order with this id exists."
-};
-
-
-static ngx_int_t
-ngx_platform_tms_delivery_order(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx)
-{
-    ngx_int_t  rc;
-    ngx_str_t  params[3];
-
-    rc = ngx_platform_require_tenant(r, ctx);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    rc = ngx_platform_require_country(r, ctx);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    params[0] = ctx->params[0];
-    params[1] = ctx->identity.tenant;
-    params[2] = ctx->identity.country;
-
-    if (!ngx_platform_is_uuid(&params[0])) {
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
-                                 "invalid delivery order id",
-                                 "The delivery order id must be a uuid.");
-    }
-
-    return ngx_platform_pg_document(r, &ngx_platform_tms_delivery_order_doc,
-                                    params);
-}

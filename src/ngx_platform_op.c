@@ -1,0 +1,399 @@
+
+/*
+ * ngx_platform: operation runners, between the request core and the
+ * transports. An endpoint declared with a statement is run here: its
+ * parameters taken from the request's checked inputs, its result turned
+ * into the answer it declares. This is also the one place that maps what
+ * a backend answered (SQLSTATEs, Redis error replies, down, timed out)
+ * to an HTTP status.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_op.h"
+
+
+static ngx_int_t ngx_platform_sql_send(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static void ngx_platform_sql_done(void *data, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc);
+static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
+    ngx_platform_sql_t *sql, PGresult *res);
+static ngx_int_t ngx_platform_sql_missing(ngx_http_request_t *r,
+    ngx_platform_sql_t *sql);
+static ngx_uint_t ngx_platform_sqlstate_is(char *state, char *prefix);
+
+
+ngx_int_t
+ngx_platform_run_sql(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_sql_send(r, ctx);
+
+    if (rc == NGX_DONE) {
+        r->main->count++;
+    }
+
+    return rc;
+}
+
+
+/* the statement with its parameters from the checked inputs */
+
+static ngx_int_t
+ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    int                       i;
+    ngx_int_t                 rc;
+    ngx_str_t                 params[NGX_PLATFORM_MAX_PARAMS];
+    ngx_uint_t                src;
+    ngx_platform_sql_t       *sql;
+    ngx_platform_identity_t  *id;
+
+    sql = ctx->endpoint->sql;
+    id = &ctx->identity;
+
+    for (i = 0; i < sql->stmt.nparams && i < NGX_PLATFORM_MAX_PARAMS; i++) {
+        src = sql->params[i];
+
+        switch (src) {
+
+        case NGX_PLATFORM_P_TENANT:
+            params[i] = id->tenant;
+            break;
+
+        case NGX_PLATFORM_P_COUNTRY:
+            params[i] = id->country;
+            break;
+
+        case NGX_PLATFORM_P_USER:
+            params[i] = id->user;
+            break;
+
+        case NGX_PLATFORM_P_MERCHANT:
+            params[i] = id->merchant;
+            break;
+
+        case NGX_PLATFORM_P_SUBJECT:
+            params[i] = id->subject;
+            break;
+
+        case NGX_PLATFORM_P_BODY:
+            params[i].data = ctx->body;
+            params[i].len = ctx->body_len;
+            break;
+
+        default:
+            if (src < NGX_PLATFORM_P_ARG(0)
+                || src - NGX_PLATFORM_P_ARG(0) >= ctx->nargs)
+            {
+                ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                              "platform: statement \"%s\" has no "
+                              "parameter %d", sql->stmt.name, i + 1);
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            params[i] = ctx->args[src - NGX_PLATFORM_P_ARG(0)];
+            break;
+        }
+    }
+
+    rc = ngx_platform_pg_query(r->pool, r->connection->log, &sql->stmt,
+                               params, ngx_platform_sql_done, r);
+
+    if (rc == NGX_DONE) {
+        return NGX_DONE;
+    }
+
+    return ngx_platform_backend_fail(r, rc);
+}
+
+
+static void
+ngx_platform_sql_done(void *data, ngx_platform_pg_op_t *op, PGresult *res,
+    ngx_int_t rc)
+{
+    ngx_http_request_t *r = data;
+
+    char                *state;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (rc == NGX_ERROR && !ctx->retried) {
+        state = ngx_platform_pg_sqlstate(res);
+
+        /* a serialization failure or a deadlock: once more, then 503 */
+
+        if (ngx_strcmp(state, "40001") == 0
+            || ngx_strcmp(state, "40P01") == 0)
+        {
+            ctx->retried = 1;
+            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_RETRIES);
+
+            rc = ngx_platform_sql_send(r, ctx);
+
+            if (rc == NGX_DONE) {
+                /* the retry holds the request; this operation lets go */
+                return;
+            }
+
+            ngx_platform_finalize(r, rc);
+            return;
+        }
+    }
+
+    if (rc != NGX_OK) {
+        ngx_platform_finalize(r, ngx_platform_pg_outcome(r, ctx->endpoint->sql,
+                                                         res, rc));
+        return;
+    }
+
+    ngx_platform_finalize(r, ngx_platform_sql_answer(r, ctx->endpoint->sql,
+                                                     res));
+}
+
+
+static ngx_int_t
+ngx_platform_sql_answer(ngx_http_request_t *r, ngx_platform_sql_t *sql,
+    PGresult *res)
+{
+    ngx_platform_data_t  data;
+
+    if (PQntuples(res) == 0 || PQnfields(res) == 0) {
+        return ngx_platform_sql_missing(r, sql);
+    }
+
+    switch (sql->answer) {
+
+    case NGX_PLATFORM_ANSWER_EMPTY:
+        return ngx_platform_send_empty(r, NGX_HTTP_OK);
+
+    case NGX_PLATFORM_ANSWER_PAGE:
+        if (PQnfields(res) != 4) {
+            break;
+        }
+
+        ngx_memzero(&data, sizeof(ngx_platform_data_t));
+
+        data.paged = 1;
+
+        data.page_number.data = (u_char *) PQgetvalue(res, 0, 0);
+        data.page_number.len = PQgetlength(res, 0, 0);
+        data.page_size.data = (u_char *) PQgetvalue(res, 0, 1);
+        data.page_size.len = PQgetlength(res, 0, 1);
+        data.total.data = (u_char *) PQgetvalue(res, 0, 2);
+        data.total.len = PQgetlength(res, 0, 2);
+        data.json.data = (u_char *) PQgetvalue(res, 0, 3);
+        data.json.len = PQgetlength(res, 0, 3);
+
+        if (data.page_number.len == 0 || data.page_size.len == 0
+            || data.total.len == 0 || data.json.len == 0)
+        {
+            break;
+        }
+
+        /* the envelope is written into the request pool: res may go */
+        return ngx_platform_answer(r, NGX_HTTP_OK, sql->ok, NULL, &data);
+
+    default: /* NGX_PLATFORM_ANSWER_DOCUMENT */
+        if (PQgetisnull(res, 0, 0)) {
+            return ngx_platform_sql_missing(r, sql);
+        }
+
+        return ngx_platform_send_ok(r, sql->ok,
+                                    (u_char *) PQgetvalue(res, 0, 0),
+                                    PQgetlength(res, 0, 0));
+    }
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "platform: statement \"%s\" answered an unexpected row",
+                  sql->stmt.name);
+
+    return ngx_platform_backend_fail(r, NGX_ERROR);
+}
+
+
+static ngx_int_t
+ngx_platform_sql_missing(ngx_http_request_t *r, ngx_platform_sql_t *sql)
+{
+    return ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
+                             sql->missing ? sql->missing
+                                          : "Resource not found.",
+                             sql->missing_detail);
+}
+
+
+/*
+ * What a failed statement means to the client. Constraint violations
+ * are the client's conflict or reference; a lost connection, a server
+ * going away or out of resources, a cancelled statement and a repeated
+ * serialization failure are 503 (retry shortly); anything else is 500
+ * with nothing of the server's message in the body.
+ */
+
+ngx_int_t
+ngx_platform_pg_outcome(ngx_http_request_t *r, ngx_platform_sql_t *sql,
+    PGresult *res, ngx_int_t rc)
+{
+    char  *state;
+
+    if (rc != NGX_ERROR) {
+        return ngx_platform_backend_fail(r, rc);
+    }
+
+    state = ngx_platform_pg_sqlstate(res);
+
+    if (ngx_strcmp(state, "23505") == 0 && sql && sql->conflict) {
+        return ngx_platform_fail(r, NGX_HTTP_CONFLICT, sql->conflict,
+                                 sql->conflict_detail);
+    }
+
+    if (ngx_strcmp(state, "23503") == 0 && sql && sql->reference) {
+        return ngx_platform_fail(r, sql->reference, sql->reference_message,
+                                 sql->reference_detail);
+    }
+
+    if (ngx_strcmp(state, "40001") == 0 || ngx_strcmp(state, "40P01") == 0
+        || ngx_platform_sqlstate_is(state, "08")
+        || ngx_platform_sqlstate_is(state, "53")
+        || ngx_strcmp(state, "57P01") == 0
+        || ngx_strcmp(state, "57014") == 0)
+    {
+        return ngx_platform_backend_fail(r, NGX_PLATFORM_UNAVAILABLE);
+    }
+
+    return ngx_platform_backend_fail(r, NGX_ERROR);
+}
+
+
+static ngx_uint_t
+ngx_platform_sqlstate_is(char *state, char *prefix)
+{
+    return ngx_strncmp(state, prefix, 2) == 0;
+}
+
+
+/*
+ * A Redis error reply: a replica after a failover (READONLY, the
+ * transport reconnects), a server loading its data, busy with a script
+ * or out of memory is 503; any other is 500.
+ */
+
+ngx_int_t
+ngx_platform_redis_outcome(ngx_http_request_t *r, redisReply *reply)
+{
+    size_t        i;
+    ngx_str_t     s;
+    static char  *unavailable[] = { "READONLY", "LOADING", "BUSY", "OOM" };
+
+    if (reply && reply->type == REDIS_REPLY_ERROR && reply->str) {
+        s.data = (u_char *) reply->str;
+        s.len = reply->len;
+
+        for (i = 0; i < sizeof(unavailable) / sizeof(char *); i++) {
+            if (s.len >= ngx_strlen(unavailable[i])
+                && ngx_strncmp(s.data, unavailable[i],
+                               ngx_strlen(unavailable[i]))
+                   == 0)
+            {
+                ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                              "platform: Redis answered \"%*s\"",
+                              ngx_min(s.len, 64), s.data);
+
+                return ngx_platform_backend_fail(r,
+                                                 NGX_PLATFORM_UNAVAILABLE);
+            }
+        }
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "platform: Redis error: \"%*s\"",
+                      ngx_min(s.len, 128), s.data);
+    }
+
+    return ngx_platform_backend_fail(r, NGX_ERROR);
+}
+
+
+ngx_int_t
+ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc)
+{
+    switch (rc) {
+
+    case NGX_PLATFORM_TIMEOUT:
+        return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                           "Service temporarily unavailable.",
+                           "A backend did not answer in time; retry shortly.");
+
+    case NGX_PLATFORM_UNAVAILABLE:
+        return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                 "Service temporarily unavailable.",
+                                 "A backend is unavailable; retry shortly.");
+
+    default:
+        return ngx_platform_fail(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                 "Internal server error.",
+                                 "The request could not be completed.");
+    }
+}
+
+
+ngx_int_t
+ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_pg_query(r->pool, r->connection->log, stmt, params,
+                               handler, r);
+
+    if (rc == NGX_DONE) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return ngx_platform_backend_fail(r, rc);
+}
+
+
+ngx_int_t
+ngx_platform_command(ngx_http_request_t *r,
+    ngx_platform_redis_handler_pt handler, int argc, const char **argv,
+    const size_t *argvlen)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_redis_command(r->pool, r->connection->log, handler, r,
+                                    argc, argv, argvlen);
+
+    if (rc == NGX_DONE) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return ngx_platform_backend_fail(r, rc);
+}
+
+
+ngx_int_t
+ngx_platform_eval(ngx_http_request_t *r, ngx_platform_redis_script_t *script,
+    int nkeys, int argc, const char **argv, const size_t *argvlen,
+    ngx_platform_redis_handler_pt handler)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_redis_eval(r->pool, r->connection->log, script, nkeys,
+                                 argc, argv, argvlen, handler, r);
+
+    if (rc == NGX_DONE) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return ngx_platform_backend_fail(r, rc);
+}

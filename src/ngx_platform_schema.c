@@ -1,0 +1,834 @@
+
+/*
+ * ngx_platform: the one validator of what endpoints declare they take:
+ * query arguments and JSON bodies (decisions.md section 1). Unknown body
+ * fields are ignored; a field that is missing, of the wrong JSON type or
+ * of a wrong value is 400 naming it, in the family's language.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+
+
+/* deepest array nesting of fields the validator descends */
+#define NGX_PLATFORM_SCHEMA_DEPTH  4
+
+
+/* what is wrong with a field, in English and French; %s is its name */
+typedef enum {
+    ngx_platform_problem_required = 0,
+    ngx_platform_problem_null,
+    ngx_platform_problem_string,
+    ngx_platform_problem_uuid,
+    ngx_platform_problem_integer,
+    ngx_platform_problem_number,
+    ngx_platform_problem_boolean,
+    ngx_platform_problem_object,
+    ngx_platform_problem_array,
+    ngx_platform_problem_enum,
+    ngx_platform_problem_date,
+    ngx_platform_problem_datetime,
+    ngx_platform_problem_min,
+    ngx_platform_problem_max,
+    ngx_platform_problem_shorter,
+    ngx_platform_problem_longer
+} ngx_platform_problem_e;
+
+
+static ngx_platform_text_t  ngx_platform_problems[] = {
+    { "%s is required.", "%s est requis." },
+    { "%s must not be null.", "%s ne doit pas être null." },
+    { "%s must be a string.", "%s doit être une chaîne de caractères." },
+    { "%s must be a uuid.", "%s doit être un uuid." },
+    { "%s must be an integer.", "%s doit être un entier." },
+    { "%s must be a number.", "%s doit être un nombre." },
+    { "%s must be a boolean.", "%s doit être un booléen." },
+    { "%s must be an object.", "%s doit être un objet." },
+    { "%s must be an array.", "%s doit être un tableau." },
+    { "%s must be one of: %s.", "%s doit valoir l'une de ces valeurs : %s." },
+    { "%s must be an ISO 8601 date (YYYY-MM-DD).",
+      "%s doit être une date ISO 8601 (AAAA-MM-JJ)." },
+    { "%s must be an ISO 8601 date or date-time.",
+      "%s doit être une date ou une date-heure ISO 8601." },
+    { "%s must be at least %s.", "%s doit valoir au moins %s." },
+    { "%s must be at most %s.", "%s doit valoir au plus %s." },
+    { "%s must be at least %s characters long.",
+      "%s doit compter au moins %s caractères." },
+    { "%s must be at most %s characters long.",
+      "%s doit compter au plus %s caractères." }
+};
+
+
+static ngx_int_t ngx_platform_field_fail(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_str_t *name, ngx_platform_field_t *field,
+    ngx_platform_problem_e problem);
+static ngx_int_t ngx_platform_check_object(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, json_t *object, ngx_platform_field_t *fields,
+    ngx_str_t *path, ngx_uint_t depth);
+static ngx_int_t ngx_platform_check_value(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, json_t *value, ngx_platform_field_t *field,
+    ngx_str_t *name, ngx_uint_t depth);
+static ngx_int_t ngx_platform_check_type(ngx_platform_field_t *field,
+    ngx_str_t *value, ngx_platform_problem_e *problem);
+static ngx_int_t ngx_platform_check_integer(ngx_str_t *value,
+    int64_t *n);
+static ngx_int_t ngx_platform_check_date(u_char *p, u_char *end,
+    u_char **last);
+static ngx_int_t ngx_platform_check_time(u_char *p, u_char *end);
+static size_t ngx_platform_utf8_length(u_char *p, size_t len);
+static void ngx_platform_json_decref(void *data);
+
+
+ngx_int_t
+ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char                  *dst, *src;
+    ngx_str_t                value, name;
+    ngx_platform_field_t    *field;
+    ngx_platform_problem_e   problem;
+
+    for (field = ctx->endpoint->query; field && field->name; field++) {
+
+        name.data = (u_char *) field->name;
+        name.len = ngx_strlen(field->name);
+
+        if (ngx_http_arg(r, name.data, name.len, &value) != NGX_OK
+            || value.len == 0)
+        {
+            if (field->flags & NGX_PLATFORM_F_REQUIRED) {
+                return ngx_platform_field_fail(r, ctx, &name, field,
+                                               ngx_platform_problem_required);
+            }
+
+            if (field->def) {
+                value.data = (u_char *) field->def;
+                value.len = ngx_strlen(field->def);
+
+            } else {
+                /* absent: SQL NULL */
+                ngx_str_null(&value);
+            }
+
+            ctx->args[ctx->nargs++] = value;
+            continue;
+        }
+
+        /* "%41" and "+" decoded, into the request pool */
+
+        dst = ngx_pnalloc(r->pool, value.len);
+        if (dst == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        for (src = value.data; src < value.data + value.len; src++) {
+            if (*src == '+') {
+                *src = ' ';
+            }
+        }
+
+        src = value.data;
+        value.data = dst;
+        ngx_unescape_uri(&dst, &src, value.len, 0);
+        value.len = dst - value.data;
+
+        if (ngx_platform_check_type(field, &value, &problem) != NGX_OK) {
+            return ngx_platform_field_fail(r, ctx, &name, field, problem);
+        }
+
+        ctx->args[ctx->nargs++] = value;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_platform_check_string(ngx_platform_field_t *field, ngx_str_t *value)
+{
+    ngx_platform_problem_e  problem;
+
+    return ngx_platform_check_type(field, value, &problem);
+}
+
+
+/* the body as a JSON object matching the endpoint's fields */
+
+ngx_int_t
+ngx_platform_check_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char              *p;
+    json_t              *json;
+    ngx_str_t            path;
+    json_error_t         error;
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    json = json_loadb((char *) ctx->body, ctx->body_len,
+                      JSON_REJECT_DUPLICATES, &error);
+
+    if (json == NULL) {
+        p = ngx_pnalloc(r->pool, JSON_ERROR_TEXT_LENGTH + 64);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(p, "Malformed JSON at line %d, column %d: %s%Z",
+                    error.line, error.column, error.text);
+
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                 "The request body is not valid JSON.",
+                                 (char *) p);
+    }
+
+    /* the request owns the document from now on: freed exactly once */
+
+    cln->handler = ngx_platform_json_decref;
+    cln->data = json;
+    ctx->json = json;
+
+    if (!json_is_object(json)) {
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                 "The request body must be a JSON object.",
+                                 "Expected a JSON object.");
+    }
+
+    ngx_str_null(&path);
+
+    return ngx_platform_check_object(r, ctx, json, ctx->endpoint->body,
+                                     &path, 0);
+}
+
+
+static ngx_int_t
+ngx_platform_check_object(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    json_t *object, ngx_platform_field_t *fields, ngx_str_t *path,
+    ngx_uint_t depth)
+{
+    u_char                *p;
+    json_t                *value;
+    ngx_int_t              rc;
+    ngx_str_t              name;
+    ngx_platform_field_t  *field;
+
+    for (field = fields; field && field->name; field++) {
+
+        /* "members[2].counterpartyId" for a field inside an array */
+
+        name.len = path->len + (path->len ? 1 : 0) + ngx_strlen(field->name);
+        name.data = ngx_pnalloc(r->pool, name.len);
+        if (name.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = name.data;
+
+        if (path->len) {
+            p = ngx_cpymem(p, path->data, path->len);
+            *p++ = '.';
+        }
+
+        ngx_memcpy(p, field->name, ngx_strlen(field->name));
+
+        value = json_object_get(object, field->name);
+
+        if (value == NULL) {
+            if (field->flags & NGX_PLATFORM_F_REQUIRED) {
+                return ngx_platform_field_fail(r, ctx, &name, field,
+                                               ngx_platform_problem_required);
+            }
+
+            continue;
+        }
+
+        rc = ngx_platform_check_value(r, ctx, value, field, &name, depth);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_check_value(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    json_t *value, ngx_platform_field_t *field, ngx_str_t *name,
+    ngx_uint_t depth)
+{
+    u_char                  *p;
+    size_t                   i, len;
+    double                   d;
+    json_t                  *item;
+    ngx_int_t                rc;
+    ngx_str_t                s, item_name;
+    ngx_platform_problem_e   problem;
+
+    if (json_is_null(value)) {
+        if (field->flags & NGX_PLATFORM_F_NULLABLE) {
+            return NGX_OK;
+        }
+
+        return ngx_platform_field_fail(r, ctx, name, field,
+                                       (field->flags & NGX_PLATFORM_F_REQUIRED)
+                                       ? ngx_platform_problem_required
+                                       : ngx_platform_problem_null);
+    }
+
+    switch (field->type) {
+
+    case NGX_PLATFORM_T_BOOLEAN:
+        if (!json_is_boolean(value)) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_boolean);
+        }
+
+        return NGX_OK;
+
+    case NGX_PLATFORM_T_INTEGER:
+    case NGX_PLATFORM_T_NUMBER:
+        if (field->type == NGX_PLATFORM_T_INTEGER
+            ? !json_is_integer(value) : !json_is_number(value))
+        {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                    field->type == NGX_PLATFORM_T_INTEGER
+                                    ? ngx_platform_problem_integer
+                                    : ngx_platform_problem_number);
+        }
+
+        d = json_number_value(value);
+
+        if ((field->flags & NGX_PLATFORM_F_MIN) && d < field->min) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_min);
+        }
+
+        if ((field->flags & NGX_PLATFORM_F_MAX) && d > field->max) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_max);
+        }
+
+        return NGX_OK;
+
+    case NGX_PLATFORM_T_OBJECT:
+        if (!json_is_object(value)) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_object);
+        }
+
+        if (field->items == NULL || depth >= NGX_PLATFORM_SCHEMA_DEPTH) {
+            return NGX_OK;
+        }
+
+        return ngx_platform_check_object(r, ctx, value, field->items, name,
+                                         depth + 1);
+
+    case NGX_PLATFORM_T_ARRAY:
+        if (!json_is_array(value)) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_array);
+        }
+
+        len = json_array_size(value);
+
+        if ((field->flags & NGX_PLATFORM_F_MIN) && len < field->min) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_min);
+        }
+
+        if ((field->flags & NGX_PLATFORM_F_MAX) && len > field->max) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                           ngx_platform_problem_max);
+        }
+
+        if (field->items == NULL || depth >= NGX_PLATFORM_SCHEMA_DEPTH) {
+            return NGX_OK;
+        }
+
+        for (i = 0; i < len; i++) {
+            item = json_array_get(value, i);
+
+            item_name.data = ngx_pnalloc(r->pool, name->len + NGX_SIZE_T_LEN
+                                                  + 2);
+            if (item_name.data == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            p = ngx_sprintf(item_name.data, "%V[%uz]", name, i);
+            item_name.len = p - item_name.data;
+
+            if (!json_is_object(item)) {
+                return ngx_platform_field_fail(r, ctx, &item_name, field,
+                                               ngx_platform_problem_object);
+            }
+
+            rc = ngx_platform_check_object(r, ctx, item, field->items,
+                                           &item_name, depth + 1);
+            if (rc != NGX_OK) {
+                return rc;
+            }
+        }
+
+        return NGX_OK;
+
+    default: /* the string types */
+        if (!json_is_string(value)) {
+            return ngx_platform_field_fail(r, ctx, name, field,
+                                    field->type == NGX_PLATFORM_T_STRING
+                                    ? ngx_platform_problem_string
+                                    : field->type == NGX_PLATFORM_T_UUID
+                                    ? ngx_platform_problem_uuid
+                                    : field->type == NGX_PLATFORM_T_ENUM
+                                    ? ngx_platform_problem_enum
+                                    : field->type == NGX_PLATFORM_T_DATE
+                                    ? ngx_platform_problem_date
+                                    : ngx_platform_problem_datetime);
+        }
+
+        s.data = (u_char *) json_string_value(value);
+        s.len = json_string_length(value);
+
+        if (ngx_platform_check_type(field, &s, &problem) != NGX_OK) {
+            return ngx_platform_field_fail(r, ctx, name, field, problem);
+        }
+
+        return NGX_OK;
+    }
+}
+
+
+/* a value given as text: a query argument or a string of the body */
+
+static ngx_int_t
+ngx_platform_check_type(ngx_platform_field_t *field, ngx_str_t *value,
+    ngx_platform_problem_e *problem)
+{
+    u_char   *last, *end, *p;
+    char    **v;
+    size_t    len;
+    double    d;
+    int64_t   n;
+    u_char    buf[65];
+
+    switch (field->type) {
+
+    case NGX_PLATFORM_T_UUID:
+        if (!ngx_platform_is_uuid(value)) {
+            *problem = ngx_platform_problem_uuid;
+            return NGX_DECLINED;
+        }
+
+        return NGX_OK;
+
+    case NGX_PLATFORM_T_INTEGER:
+        if (ngx_platform_check_integer(value, &n) != NGX_OK) {
+            *problem = ngx_platform_problem_integer;
+            return NGX_DECLINED;
+        }
+
+        d = (double) n;
+        break;
+
+    case NGX_PLATFORM_T_NUMBER:
+        /* decimal notation: what PostgreSQL's numeric takes */
+
+        if (value->len == 0 || value->len > 64) {
+            *problem = ngx_platform_problem_number;
+            return NGX_DECLINED;
+        }
+
+        /* no hexadecimal, infinity or NaN: only what numeric reads */
+
+        for (p = value->data; p < value->data + value->len; p++) {
+            if (!((*p >= '0' && *p <= '9') || *p == '-' || *p == '+'
+                  || *p == '.' || *p == 'e' || *p == 'E'))
+            {
+                *problem = ngx_platform_problem_number;
+                return NGX_DECLINED;
+            }
+        }
+
+        ngx_memcpy(buf, value->data, value->len);
+        buf[value->len] = '\0';
+
+        errno = 0;
+        d = strtod((char *) buf, (char **) &p);
+
+        if (p != buf + value->len || errno || d != d
+            || d > 1e300 || d < -1e300
+            || !(buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')))
+        {
+            *problem = ngx_platform_problem_number;
+            return NGX_DECLINED;
+        }
+
+        break;
+
+    case NGX_PLATFORM_T_BOOLEAN:
+        if ((value->len == 4 && ngx_strncmp(value->data, "true", 4) == 0)
+            || (value->len == 5 && ngx_strncmp(value->data, "false", 5) == 0))
+        {
+            return NGX_OK;
+        }
+
+        *problem = ngx_platform_problem_boolean;
+        return NGX_DECLINED;
+
+    case NGX_PLATFORM_T_ENUM:
+        for (v = field->values; v && *v; v++) {
+            if (ngx_strlen(*v) == value->len
+                && ngx_strncmp(*v, value->data, value->len) == 0)
+            {
+                return NGX_OK;
+            }
+        }
+
+        *problem = ngx_platform_problem_enum;
+        return NGX_DECLINED;
+
+    case NGX_PLATFORM_T_DATE:
+    case NGX_PLATFORM_T_DATETIME:
+        end = value->data + value->len;
+
+        if (ngx_platform_check_date(value->data, end, &last) != NGX_OK
+            || (last != end
+                && (field->type == NGX_PLATFORM_T_DATE
+                    || ngx_platform_check_time(last, end) != NGX_OK)))
+        {
+            *problem = (field->type == NGX_PLATFORM_T_DATE)
+                       ? ngx_platform_problem_date
+                       : ngx_platform_problem_datetime;
+            return NGX_DECLINED;
+        }
+
+        return NGX_OK;
+
+    default: /* NGX_PLATFORM_T_STRING */
+        len = ngx_platform_utf8_length(value->data, value->len);
+
+        if ((field->flags & NGX_PLATFORM_F_MIN) && len < field->min) {
+            *problem = ngx_platform_problem_shorter;
+            return NGX_DECLINED;
+        }
+
+        if ((field->flags & NGX_PLATFORM_F_MAX) && len > field->max) {
+            *problem = ngx_platform_problem_longer;
+            return NGX_DECLINED;
+        }
+
+        return NGX_OK;
+    }
+
+    /* numbers given as text: their bounds */
+
+    if ((field->flags & NGX_PLATFORM_F_MIN) && d < field->min) {
+        *problem = ngx_platform_problem_min;
+        return NGX_DECLINED;
+    }
+
+    if ((field->flags & NGX_PLATFORM_F_MAX) && d > field->max) {
+        *problem = ngx_platform_problem_max;
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* an optional '-' and at most 18 digits: no overflow anywhere after */
+
+static ngx_int_t
+ngx_platform_check_integer(ngx_str_t *value, int64_t *n)
+{
+    u_char      *p, *end;
+    ngx_uint_t   negative;
+
+    p = value->data;
+    end = p + value->len;
+
+    negative = (p < end && *p == '-');
+    if (negative) {
+        p++;
+    }
+
+    if (p == end || end - p > 18) {
+        return NGX_DECLINED;
+    }
+
+    *n = 0;
+
+    for ( /* void */ ; p < end; p++) {
+        if (*p < '0' || *p > '9') {
+            return NGX_DECLINED;
+        }
+
+        *n = *n * 10 + (*p - '0');
+    }
+
+    if (negative) {
+        *n = -*n;
+    }
+
+    return NGX_OK;
+}
+
+
+/* YYYY-MM-DD, a real day of the Gregorian calendar */
+
+static ngx_int_t
+ngx_platform_check_date(u_char *p, u_char *end, u_char **last)
+{
+    ngx_uint_t  i, year, month, day, days;
+
+    static ngx_uint_t  mdays[] = { 31, 28, 31, 30, 31, 30,
+                                   31, 31, 30, 31, 30, 31 };
+
+    if (end - p < 10 || p[4] != '-' || p[7] != '-') {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < 10; i++) {
+        if (i != 4 && i != 7 && (p[i] < '0' || p[i] > '9')) {
+            return NGX_DECLINED;
+        }
+    }
+
+    year = (p[0] - '0') * 1000 + (p[1] - '0') * 100 + (p[2] - '0') * 10
+           + (p[3] - '0');
+    month = (p[5] - '0') * 10 + (p[6] - '0');
+    day = (p[8] - '0') * 10 + (p[9] - '0');
+
+    if (year == 0 || month < 1 || month > 12 || day < 1) {
+        return NGX_DECLINED;
+    }
+
+    days = mdays[month - 1];
+
+    if (month == 2
+        && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0))
+    {
+        days = 29;
+    }
+
+    if (day > days) {
+        return NGX_DECLINED;
+    }
+
+    *last = p + 10;
+
+    return NGX_OK;
+}
+
+
+/* "THH:MM[:SS[.fraction]]" then "Z" or "+HH:MM" / "-HH:MM", or nothing */
+
+static ngx_int_t
+ngx_platform_check_time(u_char *p, u_char *end)
+{
+    ngx_uint_t  hh, mm, ss;
+
+    if (end - p < 6 || (*p != 'T' && *p != 't' && *p != ' ')
+        || p[3] != ':')
+    {
+        return NGX_DECLINED;
+    }
+
+    p++;
+
+    if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9'
+        || p[3] < '0' || p[3] > '9' || p[4] < '0' || p[4] > '9')
+    {
+        return NGX_DECLINED;
+    }
+
+    hh = (p[0] - '0') * 10 + (p[1] - '0');
+    mm = (p[3] - '0') * 10 + (p[4] - '0');
+    p += 5;
+
+    if (hh > 23 || mm > 59) {
+        return NGX_DECLINED;
+    }
+
+    if (p < end && *p == ':') {
+        if (end - p < 3 || p[1] < '0' || p[1] > '9' || p[2] < '0'
+            || p[2] > '9')
+        {
+            return NGX_DECLINED;
+        }
+
+        ss = (p[1] - '0') * 10 + (p[2] - '0');
+        if (ss > 60) {
+            return NGX_DECLINED;
+        }
+
+        p += 3;
+
+        if (p < end && *p == '.') {
+            p++;
+
+            if (p == end || *p < '0' || *p > '9') {
+                return NGX_DECLINED;
+            }
+
+            while (p < end && *p >= '0' && *p <= '9') {
+                p++;
+            }
+        }
+    }
+
+    if (p == end) {
+        return NGX_OK;
+    }
+
+    if ((*p == 'Z' || *p == 'z') && p + 1 == end) {
+        return NGX_OK;
+    }
+
+    if ((*p == '+' || *p == '-') && end - p == 6 && p[3] == ':'
+        && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9'
+        && p[4] >= '0' && p[4] <= '5' && p[5] >= '0' && p[5] <= '9')
+    {
+        return NGX_OK;
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/* characters, not bytes: a continuation byte does not count */
+
+static size_t
+ngx_platform_utf8_length(u_char *p, size_t len)
+{
+    size_t   n;
+    u_char  *end;
+
+    n = 0;
+
+    for (end = p + len; p < end; p++) {
+        if ((*p & 0xc0) != 0x80) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
+/* 400 naming the field, in the request's language */
+
+static ngx_int_t
+ngx_platform_field_fail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_str_t *name, ngx_platform_field_t *field,
+    ngx_platform_problem_e problem)
+{
+    u_char       *p, *last;
+    size_t        size;
+    char        **v;
+    double        d;
+    u_char        bound[NGX_INT64_LEN + 32];
+    ngx_str_t     extra;
+    ngx_uint_t    n;
+    const char   *format, *f;
+
+    format = ngx_platform_problems[problem].en;
+
+    if (ctx->lang == NGX_PLATFORM_LANG_FR
+        && ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A)
+    {
+        format = ngx_platform_problems[problem].fr;
+    }
+
+    ngx_str_null(&extra);
+
+    switch (problem) {
+
+    case ngx_platform_problem_min:
+    case ngx_platform_problem_max:
+    case ngx_platform_problem_shorter:
+    case ngx_platform_problem_longer:
+        d = (problem == ngx_platform_problem_min
+             || problem == ngx_platform_problem_shorter)
+            ? field->min : field->max;
+
+        if (d == (double) (int64_t) d) {
+            last = ngx_sprintf(bound, "%L", (int64_t) d);
+
+        } else {
+            last = ngx_sprintf(bound, "%.2f", d);
+        }
+
+        extra.data = bound;
+        extra.len = last - bound;
+        break;
+
+    case ngx_platform_problem_enum:
+        size = 0;
+        for (v = field->values; v && *v; v++) {
+            size += ngx_strlen(*v) + 2;
+        }
+
+        extra.data = ngx_pnalloc(r->pool, size + 1);
+        if (extra.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = extra.data;
+        for (v = field->values; v && *v; v++) {
+            if (p != extra.data) {
+                *p++ = ',';
+                *p++ = ' ';
+            }
+
+            p = ngx_cpymem(p, *v, ngx_strlen(*v));
+        }
+
+        extra.len = p - extra.data;
+        break;
+
+    default:
+        break;
+    }
+
+    size = ngx_strlen(format) + name->len + extra.len + 1;
+
+    p = ngx_pnalloc(r->pool, size);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the formats hold "%s" once or twice: name, then the extra */
+
+    last = p;
+    n = 0;
+
+    for (f = format; *f; f++) {
+        if (f[0] == '%' && f[1] == 's') {
+            last = (n++ == 0) ? ngx_cpymem(last, name->data, name->len)
+                              : ngx_cpymem(last, extra.data, extra.len);
+            f++;
+            continue;
+        }
+
+        *last++ = *f;
+    }
+
+    *last = '\0';
+
+    return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                             (char *) p);
+}
+
+
+static void
+ngx_platform_json_decref(void *data)
+{
+    json_decref(data);
+}
