@@ -12,6 +12,14 @@
 --   persons          c1000000-0000-4000-8000-00000000000N   (tenant-demo)
 --                    c2000000-0000-4000-8000-00000000000N   (tenant-other)
 --                    (no table of their own yet: person_id of the accounts)
+--   bank transfers   e1000000-0000-4000-8000-0000000000NN   (tenant-demo, 27)
+--                    e2000000-0000-4000-8000-00000000000N   (tenant-other, 4)
+--                    Transfer N of tenant-demo is dated 2024-06-30 12:00 UTC
+--                    minus N-1 days, except 6 and 7, dated like 5: the list
+--                    (newest first, ties by id) is 1, 2, ..., 27, and page 1
+--                    of 10 shows the tie-break of 5, 6, 7.
+--   tax settings     f1000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    f2000000-0000-4000-8000-00000000000N   (tenant-other)
 
 INSERT INTO product_classifications (group_name, tags, position) VALUES
     ('Grains',     '{rice,maize,sorghum,millet}',       1),
@@ -157,4 +165,58 @@ VALUES
      'SAVINGS', 'Yetunde Balogun', 'NGN', 98000.00, 0.00,
      'Account is active.', '2024-02-12 14:00:00+01', '3045678912',
      'Personal savings', '', 'ACTIVE', 'PRD-SAV-01', 'CL-200001')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO bank_transfers
+    (id, tenant_id, reference, amount, account_name, account_number,
+     bank_name, beneficiary_account_name, beneficiary_account_number,
+     beneficiary_bank_name, status, date, email, currency)
+SELECT ('e1000000-0000-4000-8000-' || lpad(n::text, 12, '0'))::uuid,
+       'tenant-demo', 'TRF-DEMO-' || lpad(n::text, 4, '0'),
+       round((n * 7919.37) % 500000 + 100, 2),
+       'Demo Agro Ltd', '0123456789', 'GTBank',
+       (ARRAY['Kano Grain Hub', 'Ibadan Farmers Coop', 'Kaduna Storage',
+              'Enugu Depot', 'Jos Potato Farm'])[n % 5 + 1],
+       lpad((3000000000 + n * 7331)::text, 10, '0'),
+       (ARRAY['Access Bank', 'Zenith Bank', 'First Bank',
+              'UBA'])[n % 4 + 1],
+       (ARRAY['COMPLETED', 'COMPLETED', 'PENDING', 'FAILED'])[n % 4 + 1],
+       timestamptz '2024-06-30 12:00:00+00'
+           - (CASE WHEN n IN (6, 7) THEN 4 ELSE n - 1 END) * interval '1 day',
+       'payments@demo-agro.example', 'NGN'
+FROM generate_series(1, 27) AS n
+ON CONFLICT DO NOTHING;
+
+INSERT INTO bank_transfers
+    (id, tenant_id, reference, amount, account_name, account_number,
+     bank_name, beneficiary_account_name, beneficiary_account_number,
+     beneficiary_bank_name, status, date, email, currency)
+VALUES
+    ('e2000000-0000-4000-8000-000000000001', 'tenant-other', 'TRF-OTH-0001',
+     150000.00, 'Other Foods Plc', '3045678912', 'First Bank',
+     'Calabar Port Store', '2011223344', 'Zenith Bank', 'COMPLETED',
+     '2024-06-29 08:30:00+00', 'finance@other-foods.example', 'NGN'),
+    ('e2000000-0000-4000-8000-000000000002', 'tenant-other', 'TRF-OTH-0002',
+     8250.50, 'Other Foods Plc', '3045678912', 'First Bank',
+     'Akure Cocoa Coop', '2055667788', 'Access Bank', 'PENDING',
+     '2024-06-28 15:45:00+00', 'finance@other-foods.example', 'NGN'),
+    ('e2000000-0000-4000-8000-000000000003', 'tenant-other', 'TRF-OTH-0003',
+     1200.00, 'Other Foods Plc', '9000112233', 'First Bank',
+     'Sokoto Sesame Store', '2099001122', 'UBA', 'FAILED',
+     '2024-06-20 10:00:00+00', 'finance@other-foods.example', 'USD'),
+    ('e2000000-0000-4000-8000-000000000004', 'tenant-other', 'TRF-OTH-0004',
+     47000.00, 'Other Foods Plc', '3045678912', 'First Bank',
+     'Makurdi Yam Market', '2033445566', 'GTBank', 'COMPLETED',
+     '2024-06-01 09:00:00+00', 'finance@other-foods.example', 'NGN')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO invoice_tax_settings (id, tenant_id, name, rate) VALUES
+    ('f1000000-0000-4000-8000-000000000001', 'tenant-demo', 'VAT', 7.5),
+    ('f1000000-0000-4000-8000-000000000002', 'tenant-demo',
+     'Withholding tax', 5),
+    ('f1000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'Stamp duty', 0.5),
+    ('f2000000-0000-4000-8000-000000000001', 'tenant-other', 'VAT', 7.5),
+    ('f2000000-0000-4000-8000-000000000002', 'tenant-other',
+     'Withholding tax', 10)
 ON CONFLICT DO NOTHING;
