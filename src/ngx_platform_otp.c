@@ -25,7 +25,7 @@
 static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
-static void ngx_platform_otp_done(ngx_http_request_t *r, redisReply *reply,
+static void ngx_platform_otp_done(void *data, redisReply *reply,
     ngx_int_t rc);
 static ngx_int_t ngx_platform_otp_respond(ngx_http_request_t *r,
     redisReply *reply);
@@ -165,10 +165,12 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     argvlen[4] = 1;
 
     /* the arguments are copied: the stack buffers may go */
-    rc = ngx_platform_redis_eval(r, &ngx_platform_otp_script, 2, 5, argv,
-                                 argvlen, ngx_platform_otp_done);
+    rc = ngx_platform_redis_eval(r->pool, r->connection->log,
+                                 &ngx_platform_otp_script, 2, 5, argv,
+                                 argvlen, ngx_platform_otp_done, r);
 
     if (rc == NGX_DONE) {
+        r->main->count++;
         return NGX_DONE;
     }
 
@@ -200,8 +202,10 @@ ngx_platform_otp_code_valid(ngx_str_t *code)
 
 
 static void
-ngx_platform_otp_done(ngx_http_request_t *r, redisReply *reply, ngx_int_t rc)
+ngx_platform_otp_done(void *data, redisReply *reply, ngx_int_t rc)
 {
+    ngx_http_request_t  *r = data;
+
     if (rc != NGX_OK) {
         ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
         return;

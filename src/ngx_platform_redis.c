@@ -21,7 +21,8 @@
 
 
 typedef struct {
-    ngx_http_request_t             *request;   /* NULL once detached */
+    void                           *data;
+    ngx_log_t                      *log;       /* the caller's */
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
     redisAsyncContext              *ac;
@@ -34,6 +35,7 @@ typedef struct {
     const char                    **argv;
     size_t                         *argvlen;
     u_char                          nkeys[NGX_INT_T_LEN];
+    unsigned                        attached:1;
     unsigned                        retried:1;
 } ngx_platform_redis_cmd_t;
 
@@ -83,7 +85,7 @@ static void ngx_platform_redis_read_handler(ngx_event_t *ev);
 static void ngx_platform_redis_write_handler(ngx_event_t *ev);
 
 static ngx_uint_t ngx_platform_redis_usable(ngx_platform_redis_t *rd);
-static ngx_int_t ngx_platform_redis_submit(ngx_http_request_t *r,
+static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool,
     ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
     const size_t *argvlen);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
@@ -705,9 +707,9 @@ ngx_platform_redis_write_handler(ngx_event_t *ev)
 /* commands */
 
 ngx_int_t
-ngx_platform_redis_command(ngx_http_request_t *r,
-    ngx_platform_redis_handler_pt handler, int argc, const char **argv,
-    const size_t *argvlen)
+ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_redis_handler_pt handler, void *data, int argc,
+    const char **argv, const size_t *argvlen)
 {
     ngx_platform_redis_cmd_t  *cmd;
 
@@ -716,23 +718,25 @@ ngx_platform_redis_command(ngx_http_request_t *r,
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
-    cmd = ngx_calloc(sizeof(ngx_platform_redis_cmd_t), r->connection->log);
+    cmd = ngx_calloc(sizeof(ngx_platform_redis_cmd_t), log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
 
     cmd->handler = handler;
+    cmd->data = data;
+    cmd->log = log;
 
     /* hiredis copies the arguments into its buffer at once */
-    return ngx_platform_redis_submit(r, cmd, argc, argv, argvlen);
+    return ngx_platform_redis_submit(pool, cmd, argc, argv, argvlen);
 }
 
 
 ngx_int_t
-ngx_platform_redis_eval(ngx_http_request_t *r,
+ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_redis_script_t *script, int nkeys, int argc,
     const char **argv, const size_t *argvlen,
-    ngx_platform_redis_handler_pt handler)
+    ngx_platform_redis_handler_pt handler, void *data)
 {
     int                        i, n;
     size_t                     size;
@@ -758,13 +762,15 @@ ngx_platform_redis_eval(ngx_http_request_t *r,
         size += argvlen[i];
     }
 
-    /* kept past the request: the NOSCRIPT retry may come after it */
-    cmd = ngx_calloc(size, r->connection->log);
+    /* kept past the caller: the NOSCRIPT retry may come after it */
+    cmd = ngx_calloc(size, log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
 
     cmd->handler = handler;
+    cmd->data = data;
+    cmd->log = log;
     cmd->script = script;
     cmd->argc = n;
     cmd->argv = (const char **) (cmd + 1);
@@ -785,7 +791,7 @@ ngx_platform_redis_eval(ngx_http_request_t *r,
         p = ngx_cpymem(p, argv[i], argvlen[i]);
     }
 
-    return ngx_platform_redis_submit(r, cmd, cmd->argc, cmd->argv,
+    return ngx_platform_redis_submit(pool, cmd, cmd->argc, cmd->argv,
                                      cmd->argvlen);
 }
 
@@ -804,7 +810,7 @@ ngx_platform_redis_usable(ngx_platform_redis_t *rd)
 /* sends cmd, or frees it; owns cmd from here on */
 
 static ngx_int_t
-ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
+ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
     int argc, const char **argv, const size_t *argvlen)
 {
     ngx_pool_cleanup_t    *cln;
@@ -813,7 +819,7 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
     rd = ngx_platform_redis;
 
     /* before the send: a failure after it could not take cmd back */
-    cln = ngx_pool_cleanup_add(r->pool, 0);
+    cln = ngx_pool_cleanup_add(pool, 0);
     if (cln == NULL) {
         ngx_free(cmd);
         return NGX_ERROR;
@@ -823,7 +829,7 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
                               argv, argvlen)
         != REDIS_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                       "redis: could not queue a command");
         ngx_free(cmd);
         return NGX_PLATFORM_UNAVAILABLE;
@@ -831,7 +837,7 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
 
     /* from here hiredis calls ngx_platform_redis_reply() exactly once */
 
-    cmd->request = r;
+    cmd->attached = 1;
     cmd->cleanup = cln;
     cmd->ac = rd->ac;
     cmd->sent = ngx_current_msec;
@@ -841,7 +847,7 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
 
     /*
      * Not cancelable: like an upstream read timeout, it keeps a worker
-     * that shuts down gracefully alive until the request is answered.
+     * that shuts down gracefully alive until the caller is answered.
      */
     cmd->timer.handler = ngx_platform_redis_cmd_timeout;
     cmd->timer.data = cmd;
@@ -850,8 +856,6 @@ ngx_platform_redis_submit(ngx_http_request_t *r, ngx_platform_redis_cmd_t *cmd,
     ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
-
-    r->main->count++;
 
     return NGX_DONE;
 }
@@ -863,9 +867,10 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     redisReply                *reply = data;
     ngx_platform_redis_cmd_t  *cmd = privdata;
 
+    void                           *caller;
     size_t                          len;
     ngx_int_t                       rc;
-    ngx_http_request_t             *r;
+    ngx_uint_t                      attached;
     ngx_platform_redis_t           *rd;
     ngx_platform_redis_handler_pt   handler;
 
@@ -879,9 +884,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         rd->last_reply = ngx_current_msec;
     }
 
-    r = cmd->request;
-
-    if (r != NULL
+    if (cmd->attached
         && reply != NULL
         && cmd->script != NULL
         && !cmd->retried
@@ -908,19 +911,21 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
             return;
         }
 
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                       "redis: could not queue EVAL");
 
         reply = NULL;
     }
 
     handler = cmd->handler;
+    caller = cmd->data;
+    attached = cmd->attached;
 
     ngx_platform_redis_detach(cmd);
     ngx_free(cmd);
 
-    if (r == NULL || rd->exiting) {
-        /* timed out, aborted or exiting: the reply is dropped */
+    if (!attached || rd->exiting) {
+        /* timed out, caller gone or exiting: the reply is dropped */
         return;
     }
 
@@ -930,31 +935,31 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
     }
 
-    handler(r, reply, rc);
+    handler(caller, reply, rc);
 }
 
 
 static void
 ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
 {
+    void                           *caller;
     ngx_uint_t                      stuck;
     redisAsyncContext              *ac;
-    ngx_http_request_t             *r;
     ngx_platform_redis_t           *rd;
     ngx_platform_redis_cmd_t       *cmd;
     ngx_platform_redis_handler_pt   handler;
 
     cmd = ev->data;
-    r = cmd->request;
-    handler = cmd->handler;
     rd = ngx_platform_redis;
 
-    if (r == NULL) {
+    if (!cmd->attached) {
         return;
     }
 
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                  "redis: command timed out");
+    handler = cmd->handler;
+    caller = cmd->data;
+
+    ngx_log_error(NGX_LOG_ERR, cmd->log, 0, "redis: command timed out");
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_TIMEOUTS);
 
@@ -981,11 +986,11 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
         redisAsyncFree(ac);
     }
 
-    handler(r, NULL, NGX_PLATFORM_TIMEOUT);
+    handler(caller, NULL, NGX_PLATFORM_TIMEOUT);
 }
 
 
-/* the request goes away (client abort): a later reply is dropped */
+/* the caller's pool goes away (a client abort): a later reply is dropped */
 
 static void
 ngx_platform_redis_cmd_cleanup(void *data)
@@ -996,7 +1001,9 @@ ngx_platform_redis_cmd_cleanup(void *data)
         ngx_del_timer(&cmd->timer);
     }
 
-    cmd->request = NULL;
+    cmd->attached = 0;
+    cmd->data = NULL;
+    cmd->log = NULL;
 }
 
 
@@ -1007,12 +1014,14 @@ ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
         ngx_del_timer(&cmd->timer);
     }
 
-    if (cmd->request == NULL) {
+    if (!cmd->attached) {
         return;
     }
 
     cmd->cleanup->handler = NULL;
-    cmd->request = NULL;
+    cmd->attached = 0;
+    cmd->data = NULL;
+    cmd->log = NULL;
 }
 
 

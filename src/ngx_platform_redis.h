@@ -20,37 +20,39 @@
 
 
 /*
- * rc is NGX_OK (reply is the command's reply, possibly REDIS_REPLY_ERROR),
- * NGX_PLATFORM_UNAVAILABLE or NGX_PLATFORM_TIMEOUT (reply is NULL).
- * hiredis frees reply after the handler returns. The handler ends the
- * request with ngx_platform_finalize() or issues another command.
+ * data is what the caller gave. rc is NGX_OK (reply is the command's
+ * reply, possibly REDIS_REPLY_ERROR), NGX_PLATFORM_UNAVAILABLE or
+ * NGX_PLATFORM_TIMEOUT (reply is NULL). hiredis frees reply after the
+ * handler returns.
  */
-typedef void (*ngx_platform_redis_handler_pt)(ngx_http_request_t *r,
-    redisReply *reply, ngx_int_t rc);
+typedef void (*ngx_platform_redis_handler_pt)(void *data, redisReply *reply,
+    ngx_int_t rc);
 
 
 /*
- * Sends a command. Returns NGX_DONE when the handler will be called (the
- * request's count was taken) or NGX_PLATFORM_UNAVAILABLE when Redis is not
- * connected.
+ * Sends a command. pool is the caller's (a request's): when it is
+ * destroyed the command is detached and its reply dropped; log names the
+ * caller in log lines. Returns NGX_DONE when the handler will be called
+ * (never before this returns), NGX_PLATFORM_UNAVAILABLE when Redis is
+ * not connected, or NGX_ERROR.
  */
-ngx_int_t ngx_platform_redis_command(ngx_http_request_t *r,
-    ngx_platform_redis_handler_pt handler, int argc, const char **argv,
-    const size_t *argvlen);
+ngx_int_t ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_redis_handler_pt handler, void *data, int argc,
+    const char **argv, const size_t *argvlen);
 
 /*
  * Runs a Lua script with EVALSHA, falling back to EVAL once on NOSCRIPT.
- * argv holds the keys first, then the arguments.
+ * argv holds the keys first, then the arguments; they are copied.
  */
 typedef struct {
     char                      *source;
     char                       sha1[41];   /* computed on first use */
 } ngx_platform_redis_script_t;
 
-ngx_int_t ngx_platform_redis_eval(ngx_http_request_t *r,
+ngx_int_t ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_redis_script_t *script, int nkeys, int argc,
     const char **argv, const size_t *argvlen,
-    ngx_platform_redis_handler_pt handler);
+    ngx_platform_redis_handler_pt handler, void *data);
 
 ngx_int_t ngx_platform_redis_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf);

@@ -52,8 +52,8 @@ static ngx_int_t ngx_platform_health(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_health_pg_done(ngx_http_request_t *r,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
-static void ngx_platform_health_redis_done(ngx_http_request_t *r,
-    redisReply *reply, ngx_int_t rc);
+static void ngx_platform_health_redis_done(void *data, redisReply *reply,
+    ngx_int_t rc);
 static void ngx_platform_health_step(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_health_send(ngx_http_request_t *r,
     ngx_platform_health_t *h);
@@ -175,9 +175,11 @@ ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         h->pending++;
     }
 
-    rc = ngx_platform_redis_command(r, ngx_platform_health_redis_done, 1,
+    rc = ngx_platform_redis_command(r->pool, r->connection->log,
+                                    ngx_platform_health_redis_done, r, 1,
                                     ping, ping_len);
     if (rc == NGX_DONE) {
+        r->main->count++;
         h->pending++;
     }
 
@@ -208,9 +210,10 @@ ngx_platform_health_pg_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
 
 
 static void
-ngx_platform_health_redis_done(ngx_http_request_t *r, redisReply *reply,
-    ngx_int_t rc)
+ngx_platform_health_redis_done(void *data, redisReply *reply, ngx_int_t rc)
 {
+    ngx_http_request_t     *r = data;
+
     ngx_platform_ctx_t     *ctx;
     ngx_platform_health_t  *h;
 
