@@ -45,7 +45,13 @@ struct ngx_platform_redis_s {
     redisAsyncContext              *ac;
     ngx_log_t                      *log;
 
-    char                           *host;
+    ngx_str_t                       name;      /* to resolve, or empty */
+    ngx_resolver_t                 *resolver;
+    ngx_msec_t                      resolver_timeout;
+    ngx_resolver_ctx_t             *resolving;
+    ngx_uint_t                      next_addr;
+
+    char                            host[NGX_SOCKADDR_STRLEN + 1];
     int                             port;
     char                           *path;
 
@@ -60,9 +66,14 @@ struct ngx_platform_redis_s {
 };
 
 
+static ngx_int_t ngx_platform_redis_parse_url(ngx_pool_t *pool,
+    ngx_str_t *addr, ngx_url_t *u, ngx_uint_t *literal);
+static ngx_uint_t ngx_platform_redis_is_unix(ngx_str_t *addr);
 static ngx_int_t ngx_platform_redis_parse_addr(ngx_cycle_t *cycle,
     ngx_platform_redis_t *rd);
 static void ngx_platform_redis_connect(ngx_platform_redis_t *rd);
+static void ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx);
+static void ngx_platform_redis_open(ngx_platform_redis_t *rd);
 static void ngx_platform_redis_schedule(ngx_platform_redis_t *rd);
 static void ngx_platform_redis_reconnect_handler(ngx_event_t *ev);
 static void ngx_platform_redis_connect_timeout(ngx_event_t *ev);
@@ -164,6 +175,11 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         ngx_del_timer(&rd->reconnect_timer);
     }
 
+    if (rd->resolving) {
+        ngx_resolve_name_done(rd->resolving);
+        rd->resolving = NULL;
+    }
+
     ac = rd->ac;
     rd->ac = NULL;
 
@@ -184,19 +200,112 @@ ngx_platform_redis_connected(void)
 }
 
 
+/*
+ * unix:/path, or host[:port] where host is an IP address or a name to be
+ * resolved by nginx's resolver on each connect
+ */
+
+static ngx_int_t
+ngx_platform_redis_parse_url(ngx_pool_t *pool, ngx_str_t *addr,
+    ngx_url_t *u, ngx_uint_t *literal)
+{
+    u_char     buf[16];
+    ngx_str_t  host;
+
+    ngx_memzero(u, sizeof(ngx_url_t));
+
+    u->url = *addr;
+    u->default_port = NGX_PLATFORM_REDIS_PORT;
+    u->no_resolve = 1;
+
+    if (ngx_parse_url(pool, u) != NGX_OK || u->host.len == 0) {
+        return NGX_ERROR;
+    }
+
+    host = u->host;
+
+    if (host.len > 2 && host.data[0] == '[') {
+        host.data++;
+        host.len -= 2;
+        u->host = host;
+    }
+
+    *literal = (ngx_inet_addr(host.data, host.len) != INADDR_NONE);
+
+#if (NGX_HAVE_INET6)
+    if (!*literal) {
+        *literal = (ngx_inet6_addr(host.data, host.len, buf) == NGX_OK);
+    }
+#else
+    (void) buf;
+#endif
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_platform_redis_is_unix(ngx_str_t *addr)
+{
+    return addr->len > 5
+           && ngx_strncasecmp(addr->data, (u_char *) "unix:", 5) == 0;
+}
+
+
+char *
+ngx_platform_redis_check_conf(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
+{
+    ngx_url_t                  u;
+    ngx_uint_t                 literal;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (ngx_platform_redis_is_unix(&pmcf->redis_addr)) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_platform_redis_parse_url(cf->pool, &pmcf->redis_addr, &u,
+                                     &literal)
+        != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"platform_redis\" \"%V\": %s",
+                           &pmcf->redis_addr, u.err ? u.err : "no host");
+        return NGX_CONF_ERROR;
+    }
+
+    if (literal || !(pmcf->backends & NGX_PLATFORM_BACKEND_REDIS)) {
+        return NGX_CONF_OK;
+    }
+
+    /* called from the http block: its own location conf, not merged yet */
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->resolver == NULL || clcf->resolver->connections.nelts == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"platform_redis\" \"%V\" names a host: "
+                           "it needs a \"resolver\" in the http block",
+                           &pmcf->redis_addr);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 static ngx_int_t
 ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
 {
-    size_t      len;
-    u_char     *p;
-    ngx_str_t  *addr, host;
-    ngx_url_t   u;
+    u_char                    *p;
+    ngx_str_t                 *addr;
+    ngx_url_t                  u;
+    ngx_uint_t                 literal;
+    ngx_http_conf_ctx_t       *ctx;
+    ngx_http_core_loc_conf_t  *clcf;
 
     addr = &rd->pmcf->redis_addr;
 
-    if (addr->len > 5
-        && ngx_strncasecmp(addr->data, (u_char *) "unix:", 5) == 0)
-    {
+    if (ngx_platform_redis_is_unix(addr)) {
         rd->path = ngx_pnalloc(cycle->pool, addr->len - 5 + 1);
         if (rd->path == NULL) {
             return NGX_ERROR;
@@ -207,67 +316,44 @@ ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
         return NGX_OK;
     }
 
-    /*
-     * Resolve once here so that reconnects hand hiredis a numeric address
-     * and its getaddrinfo() never blocks the worker.
-     */
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = *addr;
-    u.default_port = NGX_PLATFORM_REDIS_PORT;
-
-    if (ngx_parse_url(cycle->pool, &u) == NGX_OK && u.naddrs > 0) {
-        rd->port = ngx_inet_get_port(u.addrs[0].sockaddr);
-
-        rd->host = ngx_pnalloc(cycle->pool, NGX_SOCKADDR_STRLEN + 1);
-        if (rd->host == NULL) {
-            return NGX_ERROR;
-        }
-
-        len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
-                            (u_char *) rd->host, NGX_SOCKADDR_STRLEN, 0);
-        rd->host[len] = '\0';
-
-        return NGX_OK;
-    }
-
-    /* a syntax error, or the name does not resolve now */
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = *addr;
-    u.default_port = NGX_PLATFORM_REDIS_PORT;
-    u.no_resolve = 1;
-
-    if (ngx_parse_url(cycle->pool, &u) != NGX_OK || u.host.len == 0) {
+    if (ngx_platform_redis_parse_url(cycle->pool, addr, &u, &literal)
+        != NGX_OK)
+    {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
                       "%s in platform_redis \"%V\"",
                       u.err ? u.err : "no host", addr);
         return NGX_ERROR;
     }
 
-    host = u.host;
-
-    if (host.len > 2 && host.data[0] == '[') {
-        host.data++;
-        host.len -= 2;
-    }
-
-    /* hiredis then resolves the name itself on each attempt */
-
-    ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
-                  "platform_redis: could not resolve \"%V\" now", &host);
-
     rd->port = u.no_port ? NGX_PLATFORM_REDIS_PORT : u.port;
 
-    rd->host = ngx_pnalloc(cycle->pool, host.len + 1);
-    if (rd->host == NULL) {
+    if (literal) {
+        /* hiredis is only ever given a numeric address */
+        p = ngx_cpymem(rd->host, u.host.data,
+                       ngx_min(u.host.len, NGX_SOCKADDR_STRLEN));
+        *p = '\0';
+
+        return NGX_OK;
+    }
+
+    /*
+     * A name: resolved on every (re)connect by the http block's resolver,
+     * never by getaddrinfo(), which would block the worker.
+     */
+
+    rd->name.data = ngx_pstrdup(cycle->pool, &u.host);
+    if (rd->name.data == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_cpymem(rd->host, host.data, host.len);
-    *p = '\0';
+    rd->name.len = u.host.len;
+
+    ctx = (ngx_http_conf_ctx_t *) cycle->conf_ctx[ngx_http_module.index];
+    clcf = ctx->loc_conf[ngx_http_core_module.ctx_index];
+
+    rd->resolver = clcf->resolver;
+    rd->resolver_timeout = (clcf->resolver_timeout == NGX_CONF_UNSET_MSEC)
+                           ? 30000 : clcf->resolver_timeout;
 
     return NGX_OK;
 }
@@ -275,6 +361,101 @@ ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
 
 static void
 ngx_platform_redis_connect(ngx_platform_redis_t *rd)
+{
+    ngx_resolver_ctx_t  *ctx, temp;
+
+    if (rd->name.len == 0) {
+        ngx_platform_redis_open(rd);
+        return;
+    }
+
+    if (rd->resolving) {
+        return;
+    }
+
+    ngx_memzero(&temp, sizeof(ngx_resolver_ctx_t));
+    temp.name = rd->name;
+
+    ctx = (rd->resolver != NULL) ? ngx_resolve_start(rd->resolver, &temp)
+                                 : NGX_NO_RESOLVER;
+
+    if (ctx == NULL) {
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    if (ctx == NGX_NO_RESOLVER) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: no resolver defined to resolve \"%V\"",
+                      &rd->name);
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    ctx->name = rd->name;
+    ctx->handler = ngx_platform_redis_resolved;
+    ctx->data = rd;
+    ctx->timeout = rd->resolver_timeout;
+
+    /* a slow resolution must not hold up a graceful shutdown */
+    ctx->cancelable = 1;
+
+    rd->resolving = ctx;
+
+    /* the handler may run before this returns, from the cache */
+
+    if (ngx_resolve_name(ctx) != NGX_OK) {
+        /* ctx is freed */
+        rd->resolving = NULL;
+        ngx_platform_redis_schedule(rd);
+    }
+}
+
+
+static void
+ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx)
+{
+    size_t                 len;
+    ngx_uint_t             i;
+    ngx_platform_redis_t  *rd;
+
+    rd = ctx->data;
+    rd->resolving = NULL;
+
+    if (ctx->state) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: \"%V\" could not be resolved (%i: %s)",
+                      &ctx->name, ctx->state,
+                      ngx_resolver_strerror(ctx->state));
+
+        ngx_resolve_name_done(ctx);
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    /* each attempt takes the next address: one that is down is not stuck */
+
+    i = rd->next_addr++ % ctx->naddrs;
+
+    len = ngx_sock_ntop(ctx->addrs[i].sockaddr, ctx->addrs[i].socklen,
+                        (u_char *) rd->host, NGX_SOCKADDR_STRLEN, 0);
+    rd->host[len] = '\0';
+
+    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rd->log, 0,
+                   "redis: \"%V\" resolved to %s", &ctx->name, rd->host);
+
+    ngx_resolve_name_done(ctx);
+
+    if (rd->exiting) {
+        return;
+    }
+
+    ngx_platform_redis_open(rd);
+}
+
+
+static void
+ngx_platform_redis_open(ngx_platform_redis_t *rd)
 {
     u_char                     db[NGX_INT_T_LEN];
     size_t                     argvlen[2];
@@ -405,7 +586,7 @@ ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
         return;
     }
 
-    if (rd->ac == NULL) {
+    if (rd->ac == NULL && rd->resolving == NULL) {
         ngx_platform_redis_connect(rd);
     }
 }
@@ -494,6 +675,13 @@ ngx_platform_redis_set_ready(ngx_platform_redis_t *rd)
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_CONNECTS);
     rd->last_reply = ngx_current_msec;
+
+    if (rd->name.len) {
+        ngx_log_error(NGX_LOG_INFO, rd->log, 0,
+                      "redis: connected to \"%V\" at %s",
+                      &rd->pmcf->redis_addr, rd->host);
+        return;
+    }
 
     ngx_log_error(NGX_LOG_INFO, rd->log, 0,
                   "redis: connected to \"%V\"", &rd->pmcf->redis_addr);
