@@ -101,6 +101,7 @@ static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool,
     const size_t *argvlen);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
     void *privdata);
+static ngx_uint_t ngx_platform_redis_readonly(redisReply *reply);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
 static void ngx_platform_redis_cmd_cleanup(void *data);
 static void ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd);
@@ -1070,10 +1071,30 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
      */
     if (reply != NULL) {
         rd->last_reply = ngx_current_msec;
+
+        if (reply->type == REDIS_REPLY_ERROR
+            && ngx_platform_redis_readonly(reply)
+            && rd->ac == ac
+            && !(ac->c.flags & REDIS_FREEING))
+        {
+            /*
+             * A replica: after a failover the address may lead to the
+             * new primary. The error still goes to the caller.
+             */
+            ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                          "redis: \"%V\" is a read-only replica "
+                          "(a failover?), reconnecting",
+                          &rd->pmcf->redis_addr);
+
+            /* logged here; in a callback: freed once this returns */
+            rd->ready = 0;
+            redisAsyncFree(ac);
+        }
     }
 
     if (cmd->attached
         && reply != NULL
+        && !(ac->c.flags & REDIS_FREEING)
         && cmd->script != NULL
         && !cmd->retried
         && !rd->exiting
@@ -1124,6 +1145,25 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     }
 
     handler(caller, reply, rc);
+}
+
+
+/*
+ * -READONLY, or the same error raised inside a script (older servers wrap
+ * it in "ERR Error running script ... -READONLY ...")
+ */
+
+static ngx_uint_t
+ngx_platform_redis_readonly(redisReply *reply)
+{
+    if (reply->len >= 8 && ngx_strncmp(reply->str, "READONLY", 8) == 0) {
+        return 1;
+    }
+
+    return reply->len > 3
+           && ngx_strncmp(reply->str, "ERR", 3) == 0
+           && ngx_strnstr((u_char *) reply->str, "-READONLY ",
+                          reply->len) != NULL;
 }
 
 
