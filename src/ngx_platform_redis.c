@@ -45,6 +45,13 @@ struct ngx_platform_redis_s {
     redisAsyncContext              *ac;
     ngx_log_t                      *log;
 
+    /*
+     * The data of every timer here and of the commands' timers: nginx's
+     * debug log reads an event's data as a connection (its fd). The owner
+     * is found through it (rd) or around the event (a command).
+     */
+    ngx_connection_t                dummy;
+
     ngx_str_t                       name;      /* to resolve, or empty */
     ngx_resolver_t                 *resolver;
     ngx_msec_t                      resolver_timeout;
@@ -134,13 +141,17 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
 
     /* cancelable: these timers must not hold up a graceful shutdown */
 
+    rd->dummy.fd = (ngx_socket_t) -1;
+    rd->dummy.data = rd;
+    rd->dummy.log = cycle->log;
+
     rd->connect_timer.handler = ngx_platform_redis_connect_timeout;
-    rd->connect_timer.data = rd;
+    rd->connect_timer.data = &rd->dummy;
     rd->connect_timer.log = cycle->log;
     rd->connect_timer.cancelable = 1;
 
     rd->reconnect_timer.handler = ngx_platform_redis_reconnect_handler;
-    rd->reconnect_timer.data = rd;
+    rd->reconnect_timer.data = &rd->dummy;
     rd->reconnect_timer.log = cycle->log;
     rd->reconnect_timer.cancelable = 1;
 
@@ -579,9 +590,11 @@ ngx_platform_redis_schedule(ngx_platform_redis_t *rd)
 static void
 ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
 {
+    ngx_connection_t      *c;
     ngx_platform_redis_t  *rd;
 
-    rd = ev->data;
+    c = ev->data;
+    rd = c->data;
 
     if (rd->exiting || ngx_exiting || ngx_terminate || ngx_quit) {
         return;
@@ -596,9 +609,11 @@ ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
 static void
 ngx_platform_redis_connect_timeout(ngx_event_t *ev)
 {
+    ngx_connection_t      *c;
     ngx_platform_redis_t  *rd;
 
-    rd = ev->data;
+    c = ev->data;
+    rd = c->data;
 
     if (rd->ac == NULL || rd->ready) {
         return;
@@ -1039,7 +1054,7 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
      * that shuts down gracefully alive until the caller is answered.
      */
     cmd->timer.handler = ngx_platform_redis_cmd_timeout;
-    cmd->timer.data = cmd;
+    cmd->timer.data = &rd->dummy;
     cmd->timer.log = ngx_cycle->log;
 
     ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
@@ -1177,7 +1192,8 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
     ngx_platform_redis_cmd_t       *cmd;
     ngx_platform_redis_handler_pt   handler;
 
-    cmd = ev->data;
+    cmd = (ngx_platform_redis_cmd_t *)
+              ((u_char *) ev - offsetof(ngx_platform_redis_cmd_t, timer));
     rd = ngx_platform_redis;
 
     if (!cmd->attached) {

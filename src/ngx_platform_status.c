@@ -520,7 +520,8 @@ ngx_platform_metrics_gauges_timer(ngx_event_t *ev)
 void
 ngx_platform_metrics_init_process(void)
 {
-    static ngx_event_t  ev;
+    static ngx_event_t       ev;
+    static ngx_connection_t  dummy;
 
     ngx_platform_metrics_gauges();
 
@@ -528,8 +529,12 @@ ngx_platform_metrics_init_process(void)
         return;
     }
 
+    /* nginx's debug log reads an event's data as a connection's fd */
+    dummy.fd = (ngx_socket_t) -1;
+
     /* cancelable: it must not hold up a graceful exit */
 
+    ev.data = &dummy;
     ev.handler = ngx_platform_metrics_gauges_timer;
     ev.log = ngx_cycle->log;
     ev.cancelable = 1;
