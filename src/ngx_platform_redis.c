@@ -434,11 +434,12 @@ ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx)
     rd = ctx->data;
     rd->resolving = NULL;
 
-    if (ctx->state) {
+    if (ctx->state || ctx->naddrs == 0) {
         ngx_log_error(NGX_LOG_ERR, rd->log, 0,
                       "redis: \"%V\" could not be resolved (%i: %s)",
                       &ctx->name, ctx->state,
-                      ngx_resolver_strerror(ctx->state));
+                      ctx->state ? ngx_resolver_strerror(ctx->state)
+                                 : "no address");
 
         ngx_resolve_name_done(ctx);
         ngx_platform_redis_schedule(rd);

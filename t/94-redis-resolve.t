@@ -161,7 +161,8 @@ sub otp_works {
 
 ok(otp_works($redis, '1234'), 'a host name resolved by the resolver');
 ok(dns_queries() >= 1, 'asked the DNS server');
-like($t->error_log, qr/redis: connected to "redis\.test:$rport" at 127\.0\.0\.1/,
+like($t->error_log,
+     qr/redis: connected to "redis\.test:$rport" at 127\.0\.0\.1/,
      'connected to the resolved address');
 
 # Redis restarts: the reconnect resolves again (the answer is valid 1 s)
