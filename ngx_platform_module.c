@@ -472,7 +472,6 @@ static char *
 ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 {
     char                *err, *conninfo;
-    ngx_url_t            u;
     ngx_pool_cleanup_t  *cln;
 
     if (pmcf->pg_conninfo.len) {
@@ -514,27 +513,7 @@ ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
                            "need PostgreSQL will answer 503");
     }
 
-    if (pmcf->redis_addr.len > 5
-        && ngx_strncasecmp(pmcf->redis_addr.data, (u_char *) "unix:", 5)
-           == 0)
-    {
-        return NGX_CONF_OK;
-    }
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = pmcf->redis_addr;
-    u.default_port = 6379;
-    u.no_resolve = 1;
-
-    if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.host.len == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid \"platform_redis\" \"%V\": %s",
-                           &pmcf->redis_addr, u.err ? u.err : "no host");
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
+    return ngx_platform_redis_check_conf(cf, pmcf);
 }
 
 

@@ -21,8 +21,8 @@
 
 
 typedef struct {
-    void                           *data;      /* NULL once detached */
-    ngx_log_t                      *log;
+    void                           *data;
+    ngx_log_t                      *log;       /* the caller's */
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
     redisAsyncContext              *ac;
@@ -35,6 +35,7 @@ typedef struct {
     const char                    **argv;
     size_t                         *argvlen;
     u_char                          nkeys[NGX_INT_T_LEN];
+    unsigned                        attached:1;
     unsigned                        retried:1;
 } ngx_platform_redis_cmd_t;
 
@@ -44,7 +45,20 @@ struct ngx_platform_redis_s {
     redisAsyncContext              *ac;
     ngx_log_t                      *log;
 
-    char                           *host;
+    /*
+     * The data of every timer here and of the commands' timers: nginx's
+     * debug log reads an event's data as a connection (its fd). The owner
+     * is found through it (rd) or around the event (a command).
+     */
+    ngx_connection_t                dummy;
+
+    ngx_str_t                       name;      /* to resolve, or empty */
+    ngx_resolver_t                 *resolver;
+    ngx_msec_t                      resolver_timeout;
+    ngx_resolver_ctx_t             *resolving;
+    ngx_uint_t                      next_addr;
+
+    char                            host[NGX_SOCKADDR_STRLEN + 1];
     int                             port;
     char                           *path;
 
@@ -59,9 +73,14 @@ struct ngx_platform_redis_s {
 };
 
 
+static ngx_int_t ngx_platform_redis_parse_url(ngx_pool_t *pool,
+    ngx_str_t *addr, ngx_url_t *u, ngx_uint_t *literal);
+static ngx_uint_t ngx_platform_redis_is_unix(ngx_str_t *addr);
 static ngx_int_t ngx_platform_redis_parse_addr(ngx_cycle_t *cycle,
     ngx_platform_redis_t *rd);
 static void ngx_platform_redis_connect(ngx_platform_redis_t *rd);
+static void ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx);
+static void ngx_platform_redis_open(ngx_platform_redis_t *rd);
 static void ngx_platform_redis_schedule(ngx_platform_redis_t *rd);
 static void ngx_platform_redis_reconnect_handler(ngx_event_t *ev);
 static void ngx_platform_redis_connect_timeout(ngx_event_t *ev);
@@ -84,12 +103,12 @@ static void ngx_platform_redis_read_handler(ngx_event_t *ev);
 static void ngx_platform_redis_write_handler(ngx_event_t *ev);
 
 static ngx_uint_t ngx_platform_redis_usable(ngx_platform_redis_t *rd);
-static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log,
-    void *data,
+static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool,
     ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
     const size_t *argvlen);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
     void *privdata);
+static ngx_uint_t ngx_platform_redis_readonly(redisReply *reply);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
 static void ngx_platform_redis_cmd_cleanup(void *data);
 static void ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd);
@@ -122,13 +141,17 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
 
     /* cancelable: these timers must not hold up a graceful shutdown */
 
+    rd->dummy.fd = (ngx_socket_t) -1;
+    rd->dummy.data = rd;
+    rd->dummy.log = cycle->log;
+
     rd->connect_timer.handler = ngx_platform_redis_connect_timeout;
-    rd->connect_timer.data = rd;
+    rd->connect_timer.data = &rd->dummy;
     rd->connect_timer.log = cycle->log;
     rd->connect_timer.cancelable = 1;
 
     rd->reconnect_timer.handler = ngx_platform_redis_reconnect_handler;
-    rd->reconnect_timer.data = rd;
+    rd->reconnect_timer.data = &rd->dummy;
     rd->reconnect_timer.log = cycle->log;
     rd->reconnect_timer.cancelable = 1;
 
@@ -164,6 +187,11 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         ngx_del_timer(&rd->reconnect_timer);
     }
 
+    if (rd->resolving) {
+        ngx_resolve_name_done(rd->resolving);
+        rd->resolving = NULL;
+    }
+
     ac = rd->ac;
     rd->ac = NULL;
 
@@ -184,19 +212,112 @@ ngx_platform_redis_connected(void)
 }
 
 
+/*
+ * unix:/path, or host[:port] where host is an IP address or a name to be
+ * resolved by nginx's resolver on each connect
+ */
+
+static ngx_int_t
+ngx_platform_redis_parse_url(ngx_pool_t *pool, ngx_str_t *addr,
+    ngx_url_t *u, ngx_uint_t *literal)
+{
+    u_char     buf[16];
+    ngx_str_t  host;
+
+    ngx_memzero(u, sizeof(ngx_url_t));
+
+    u->url = *addr;
+    u->default_port = NGX_PLATFORM_REDIS_PORT;
+    u->no_resolve = 1;
+
+    if (ngx_parse_url(pool, u) != NGX_OK || u->host.len == 0) {
+        return NGX_ERROR;
+    }
+
+    host = u->host;
+
+    if (host.len > 2 && host.data[0] == '[') {
+        host.data++;
+        host.len -= 2;
+        u->host = host;
+    }
+
+    *literal = (ngx_inet_addr(host.data, host.len) != INADDR_NONE);
+
+#if (NGX_HAVE_INET6)
+    if (!*literal) {
+        *literal = (ngx_inet6_addr(host.data, host.len, buf) == NGX_OK);
+    }
+#else
+    (void) buf;
+#endif
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_platform_redis_is_unix(ngx_str_t *addr)
+{
+    return addr->len > 5
+           && ngx_strncasecmp(addr->data, (u_char *) "unix:", 5) == 0;
+}
+
+
+char *
+ngx_platform_redis_check_conf(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
+{
+    ngx_url_t                  u;
+    ngx_uint_t                 literal;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (ngx_platform_redis_is_unix(&pmcf->redis_addr)) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_platform_redis_parse_url(cf->pool, &pmcf->redis_addr, &u,
+                                     &literal)
+        != NGX_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"platform_redis\" \"%V\": %s",
+                           &pmcf->redis_addr, u.err ? u.err : "no host");
+        return NGX_CONF_ERROR;
+    }
+
+    if (literal || !(pmcf->backends & NGX_PLATFORM_BACKEND_REDIS)) {
+        return NGX_CONF_OK;
+    }
+
+    /* called from the http block: its own location conf, not merged yet */
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->resolver == NULL || clcf->resolver->connections.nelts == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"platform_redis\" \"%V\" names a host: "
+                           "it needs a \"resolver\" in the http block",
+                           &pmcf->redis_addr);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 static ngx_int_t
 ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
 {
-    size_t      len;
-    u_char     *p;
-    ngx_str_t  *addr, host;
-    ngx_url_t   u;
+    u_char                    *p;
+    ngx_str_t                 *addr;
+    ngx_url_t                  u;
+    ngx_uint_t                 literal;
+    ngx_http_conf_ctx_t       *ctx;
+    ngx_http_core_loc_conf_t  *clcf;
 
     addr = &rd->pmcf->redis_addr;
 
-    if (addr->len > 5
-        && ngx_strncasecmp(addr->data, (u_char *) "unix:", 5) == 0)
-    {
+    if (ngx_platform_redis_is_unix(addr)) {
         rd->path = ngx_pnalloc(cycle->pool, addr->len - 5 + 1);
         if (rd->path == NULL) {
             return NGX_ERROR;
@@ -207,67 +328,44 @@ ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
         return NGX_OK;
     }
 
-    /*
-     * Resolve once here so that reconnects hand hiredis a numeric address
-     * and its getaddrinfo() never blocks the worker.
-     */
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = *addr;
-    u.default_port = NGX_PLATFORM_REDIS_PORT;
-
-    if (ngx_parse_url(cycle->pool, &u) == NGX_OK && u.naddrs > 0) {
-        rd->port = ngx_inet_get_port(u.addrs[0].sockaddr);
-
-        rd->host = ngx_pnalloc(cycle->pool, NGX_SOCKADDR_STRLEN + 1);
-        if (rd->host == NULL) {
-            return NGX_ERROR;
-        }
-
-        len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
-                            (u_char *) rd->host, NGX_SOCKADDR_STRLEN, 0);
-        rd->host[len] = '\0';
-
-        return NGX_OK;
-    }
-
-    /* a syntax error, or the name does not resolve now */
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    u.url = *addr;
-    u.default_port = NGX_PLATFORM_REDIS_PORT;
-    u.no_resolve = 1;
-
-    if (ngx_parse_url(cycle->pool, &u) != NGX_OK || u.host.len == 0) {
+    if (ngx_platform_redis_parse_url(cycle->pool, addr, &u, &literal)
+        != NGX_OK)
+    {
         ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
                       "%s in platform_redis \"%V\"",
                       u.err ? u.err : "no host", addr);
         return NGX_ERROR;
     }
 
-    host = u.host;
-
-    if (host.len > 2 && host.data[0] == '[') {
-        host.data++;
-        host.len -= 2;
-    }
-
-    /* hiredis then resolves the name itself on each attempt */
-
-    ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
-                  "platform_redis: could not resolve \"%V\" now", &host);
-
     rd->port = u.no_port ? NGX_PLATFORM_REDIS_PORT : u.port;
 
-    rd->host = ngx_pnalloc(cycle->pool, host.len + 1);
-    if (rd->host == NULL) {
+    if (literal) {
+        /* hiredis is only ever given a numeric address */
+        p = ngx_cpymem(rd->host, u.host.data,
+                       ngx_min(u.host.len, NGX_SOCKADDR_STRLEN));
+        *p = '\0';
+
+        return NGX_OK;
+    }
+
+    /*
+     * A name: resolved on every (re)connect by the http block's resolver,
+     * never by getaddrinfo(), which would block the worker.
+     */
+
+    rd->name.data = ngx_pstrdup(cycle->pool, &u.host);
+    if (rd->name.data == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_cpymem(rd->host, host.data, host.len);
-    *p = '\0';
+    rd->name.len = u.host.len;
+
+    ctx = (ngx_http_conf_ctx_t *) cycle->conf_ctx[ngx_http_module.index];
+    clcf = ctx->loc_conf[ngx_http_core_module.ctx_index];
+
+    rd->resolver = clcf->resolver;
+    rd->resolver_timeout = (clcf->resolver_timeout == NGX_CONF_UNSET_MSEC)
+                           ? 30000 : clcf->resolver_timeout;
 
     return NGX_OK;
 }
@@ -275,6 +373,102 @@ ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
 
 static void
 ngx_platform_redis_connect(ngx_platform_redis_t *rd)
+{
+    ngx_resolver_ctx_t  *ctx, temp;
+
+    if (rd->name.len == 0) {
+        ngx_platform_redis_open(rd);
+        return;
+    }
+
+    if (rd->resolving) {
+        return;
+    }
+
+    ngx_memzero(&temp, sizeof(ngx_resolver_ctx_t));
+    temp.name = rd->name;
+
+    ctx = (rd->resolver != NULL) ? ngx_resolve_start(rd->resolver, &temp)
+                                 : NGX_NO_RESOLVER;
+
+    if (ctx == NULL) {
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    if (ctx == NGX_NO_RESOLVER) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: no resolver defined to resolve \"%V\"",
+                      &rd->name);
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    ctx->name = rd->name;
+    ctx->handler = ngx_platform_redis_resolved;
+    ctx->data = rd;
+    ctx->timeout = rd->resolver_timeout;
+
+    /* a slow resolution must not hold up a graceful shutdown */
+    ctx->cancelable = 1;
+
+    rd->resolving = ctx;
+
+    /* the handler may run before this returns, from the cache */
+
+    if (ngx_resolve_name(ctx) != NGX_OK) {
+        /* ctx is freed */
+        rd->resolving = NULL;
+        ngx_platform_redis_schedule(rd);
+    }
+}
+
+
+static void
+ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx)
+{
+    size_t                 len;
+    ngx_uint_t             i;
+    ngx_platform_redis_t  *rd;
+
+    rd = ctx->data;
+    rd->resolving = NULL;
+
+    if (ctx->state || ctx->naddrs == 0) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "redis: \"%V\" could not be resolved (%i: %s)",
+                      &ctx->name, ctx->state,
+                      ctx->state ? ngx_resolver_strerror(ctx->state)
+                                 : "no address");
+
+        ngx_resolve_name_done(ctx);
+        ngx_platform_redis_schedule(rd);
+        return;
+    }
+
+    /* each attempt takes the next address: one that is down is not stuck */
+
+    i = rd->next_addr++ % ctx->naddrs;
+
+    len = ngx_sock_ntop(ctx->addrs[i].sockaddr, ctx->addrs[i].socklen,
+                        (u_char *) rd->host, NGX_SOCKADDR_STRLEN, 0);
+    rd->host[len] = '\0';
+
+    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rd->log, 0,
+                   "redis: \"%V\" resolved to %s", &ctx->name, rd->host);
+
+    ngx_resolve_name_done(ctx);
+
+    if (rd->exiting) {
+        return;
+    }
+
+    ngx_platform_redis_open(rd);
+}
+
+
+static void
+ngx_platform_redis_open(ngx_platform_redis_t *rd)
 {
     u_char                     db[NGX_INT_T_LEN];
     size_t                     argvlen[2];
@@ -397,15 +591,17 @@ ngx_platform_redis_schedule(ngx_platform_redis_t *rd)
 static void
 ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
 {
+    ngx_connection_t      *c;
     ngx_platform_redis_t  *rd;
 
-    rd = ev->data;
+    c = ev->data;
+    rd = c->data;
 
     if (rd->exiting || ngx_exiting || ngx_terminate || ngx_quit) {
         return;
     }
 
-    if (rd->ac == NULL) {
+    if (rd->ac == NULL && rd->resolving == NULL) {
         ngx_platform_redis_connect(rd);
     }
 }
@@ -414,9 +610,11 @@ ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
 static void
 ngx_platform_redis_connect_timeout(ngx_event_t *ev)
 {
+    ngx_connection_t      *c;
     ngx_platform_redis_t  *rd;
 
-    rd = ev->data;
+    c = ev->data;
+    rd = c->data;
 
     if (rd->ac == NULL || rd->ready) {
         return;
@@ -494,6 +692,13 @@ ngx_platform_redis_set_ready(ngx_platform_redis_t *rd)
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_CONNECTS);
     rd->last_reply = ngx_current_msec;
+
+    if (rd->name.len) {
+        ngx_log_error(NGX_LOG_INFO, rd->log, 0,
+                      "redis: connected to \"%V\" at %s",
+                      &rd->pmcf->redis_addr, rd->host);
+        return;
+    }
 
     ngx_log_error(NGX_LOG_INFO, rd->log, 0,
                   "redis: connected to \"%V\"", &rd->pmcf->redis_addr);
@@ -724,10 +929,11 @@ ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
     }
 
     cmd->handler = handler;
+    cmd->data = data;
+    cmd->log = log;
 
     /* hiredis copies the arguments into its buffer at once */
-    return ngx_platform_redis_submit(pool, log, data, cmd, argc, argv,
-                                     argvlen);
+    return ngx_platform_redis_submit(pool, cmd, argc, argv, argvlen);
 }
 
 
@@ -761,13 +967,15 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
         size += argvlen[i];
     }
 
-    /* kept past the request: the NOSCRIPT retry may come after it */
+    /* kept past the caller: the NOSCRIPT retry may come after it */
     cmd = ngx_calloc(size, log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
 
     cmd->handler = handler;
+    cmd->data = data;
+    cmd->log = log;
     cmd->script = script;
     cmd->argc = n;
     cmd->argv = (const char **) (cmd + 1);
@@ -788,8 +996,8 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
         p = ngx_cpymem(p, argv[i], argvlen[i]);
     }
 
-    return ngx_platform_redis_submit(pool, log, data, cmd, cmd->argc,
-                                     cmd->argv, cmd->argvlen);
+    return ngx_platform_redis_submit(pool, cmd, cmd->argc, cmd->argv,
+                                     cmd->argvlen);
 }
 
 
@@ -807,9 +1015,8 @@ ngx_platform_redis_usable(ngx_platform_redis_t *rd)
 /* sends cmd, or frees it; owns cmd from here on */
 
 static ngx_int_t
-ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log, void *data,
-    ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
-    const size_t *argvlen)
+ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
+    int argc, const char **argv, const size_t *argvlen)
 {
     ngx_pool_cleanup_t    *cln;
     ngx_platform_redis_t  *rd;
@@ -827,7 +1034,7 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log, void *data,
                               argv, argvlen)
         != REDIS_OK)
     {
-        ngx_log_error(NGX_LOG_ERR, log, 0,
+        ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                       "redis: could not queue a command");
         ngx_free(cmd);
         return NGX_PLATFORM_UNAVAILABLE;
@@ -835,8 +1042,7 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log, void *data,
 
     /* from here hiredis calls ngx_platform_redis_reply() exactly once */
 
-    cmd->data = data;
-    cmd->log = log;
+    cmd->attached = 1;
     cmd->cleanup = cln;
     cmd->ac = rd->ac;
     cmd->sent = ngx_current_msec;
@@ -846,10 +1052,10 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_log_t *log, void *data,
 
     /*
      * Not cancelable: like an upstream read timeout, it keeps a worker
-     * that shuts down gracefully alive until the request is answered.
+     * that shuts down gracefully alive until the caller is answered.
      */
     cmd->timer.handler = ngx_platform_redis_cmd_timeout;
-    cmd->timer.data = cmd;
+    cmd->timer.data = &rd->dummy;
     cmd->timer.log = ngx_cycle->log;
 
     ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
@@ -866,9 +1072,10 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     redisReply                *reply = data;
     ngx_platform_redis_cmd_t  *cmd = privdata;
 
-    void                           *r;
+    void                           *caller;
     size_t                          len;
     ngx_int_t                       rc;
+    ngx_uint_t                      attached;
     ngx_platform_redis_t           *rd;
     ngx_platform_redis_handler_pt   handler;
 
@@ -880,12 +1087,30 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
      */
     if (reply != NULL) {
         rd->last_reply = ngx_current_msec;
+
+        if (reply->type == REDIS_REPLY_ERROR
+            && ngx_platform_redis_readonly(reply)
+            && rd->ac == ac
+            && !(ac->c.flags & REDIS_FREEING))
+        {
+            /*
+             * A replica: after a failover the address may lead to the
+             * new primary. The error still goes to the caller.
+             */
+            ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                          "redis: \"%V\" is a read-only replica "
+                          "(a failover?), reconnecting",
+                          &rd->pmcf->redis_addr);
+
+            /* logged here; in a callback: freed once this returns */
+            rd->ready = 0;
+            redisAsyncFree(ac);
+        }
     }
 
-    r = cmd->data;
-
-    if (r != NULL
+    if (cmd->attached
         && reply != NULL
+        && !(ac->c.flags & REDIS_FREEING)
         && cmd->script != NULL
         && !cmd->retried
         && !rd->exiting
@@ -918,12 +1143,14 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     }
 
     handler = cmd->handler;
+    caller = cmd->data;
+    attached = cmd->attached;
 
     ngx_platform_redis_detach(cmd);
     ngx_free(cmd);
 
-    if (r == NULL || rd->exiting) {
-        /* timed out, aborted or exiting: the reply is dropped */
+    if (!attached || rd->exiting) {
+        /* timed out, caller gone or exiting: the reply is dropped */
         return;
     }
 
@@ -933,31 +1160,51 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
     }
 
-    handler(r, reply, rc);
+    handler(caller, reply, rc);
+}
+
+
+/*
+ * -READONLY, or the same error raised inside a script (older servers wrap
+ * it in "ERR Error running script ... -READONLY ...")
+ */
+
+static ngx_uint_t
+ngx_platform_redis_readonly(redisReply *reply)
+{
+    if (reply->len >= 8 && ngx_strncmp(reply->str, "READONLY", 8) == 0) {
+        return 1;
+    }
+
+    return reply->len > 3
+           && ngx_strncmp(reply->str, "ERR", 3) == 0
+           && ngx_strnstr((u_char *) reply->str, "-READONLY ",
+                          reply->len) != NULL;
 }
 
 
 static void
 ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
 {
-    void                           *r;
+    void                           *caller;
     ngx_uint_t                      stuck;
     redisAsyncContext              *ac;
     ngx_platform_redis_t           *rd;
     ngx_platform_redis_cmd_t       *cmd;
     ngx_platform_redis_handler_pt   handler;
 
-    cmd = ev->data;
-    r = cmd->data;
-    handler = cmd->handler;
+    cmd = (ngx_platform_redis_cmd_t *)
+              ((u_char *) ev - offsetof(ngx_platform_redis_cmd_t, timer));
     rd = ngx_platform_redis;
 
-    if (r == NULL) {
+    if (!cmd->attached) {
         return;
     }
 
-    ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
-                  "redis: command timed out");
+    handler = cmd->handler;
+    caller = cmd->data;
+
+    ngx_log_error(NGX_LOG_ERR, cmd->log, 0, "redis: command timed out");
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_TIMEOUTS);
 
@@ -984,11 +1231,11 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
         redisAsyncFree(ac);
     }
 
-    handler(r, NULL, NGX_PLATFORM_TIMEOUT);
+    handler(caller, NULL, NGX_PLATFORM_TIMEOUT);
 }
 
 
-/* the request goes away (client abort): a later reply is dropped */
+/* the caller's pool goes away (a client abort): a later reply is dropped */
 
 static void
 ngx_platform_redis_cmd_cleanup(void *data)
@@ -999,7 +1246,9 @@ ngx_platform_redis_cmd_cleanup(void *data)
         ngx_del_timer(&cmd->timer);
     }
 
+    cmd->attached = 0;
     cmd->data = NULL;
+    cmd->log = NULL;
 }
 
 
@@ -1010,12 +1259,14 @@ ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
         ngx_del_timer(&cmd->timer);
     }
 
-    if (cmd->data == NULL) {
+    if (!cmd->attached) {
         return;
     }
 
     cmd->cleanup->handler = NULL;
+    cmd->attached = 0;
     cmd->data = NULL;
+    cmd->log = NULL;
 }
 
 

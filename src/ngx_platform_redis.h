@@ -54,6 +54,14 @@ ngx_int_t ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     const char **argv, const size_t *argvlen,
     ngx_platform_redis_handler_pt handler, void *data);
 
+/*
+ * "nginx -t": platform_redis is well-formed, and a host name in it has a
+ * "resolver" in the http block to be resolved with. Called from the main
+ * conf's init, once the locations are known.
+ */
+char *ngx_platform_redis_check_conf(ngx_conf_t *cf,
+    ngx_platform_main_conf_t *pmcf);
+
 ngx_int_t ngx_platform_redis_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf);
 void ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
