@@ -49,7 +49,9 @@ ok($t->wait_until(sub { connects() >= 1 }), 'connected to the replica');
 # the script writes (DEL, INCR): a replica refuses
 
 my $r = otp('1234');
-like($r->{status}, qr/^50[03]$/, 'a write on a replica fails');
+is($r->{status}, 503, 'a write on a replica is 503');
+is($r->{headers}{'retry-after'}, '1', 'with Retry-After');
+is($r->{json}{statusCode}, 503, 'in Envelope B');
 like($t->error_log, qr/redis: "\Q$raddr\E" is a read-only replica/,
      'the worker logs the failover');
 ok($t->wait_until(sub { connects() >= 2 }), 'and reconnects');
