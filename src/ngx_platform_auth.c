@@ -85,7 +85,7 @@ static ngx_int_t ngx_platform_auth_apikey(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
 static ngx_int_t ngx_platform_auth_apikey_digest(ngx_http_request_t *r,
     ngx_str_t *key, u_char *digest);
-static void ngx_platform_auth_apikey_done(ngx_http_request_t *r,
+static void ngx_platform_auth_apikey_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_auth_apikey_use(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf,
@@ -347,10 +347,12 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEY_LOOKUPS);
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_auth_apikey_stmt, &id,
-                               ngx_platform_auth_apikey_done);
+    rc = ngx_platform_pg_query(r->pool, r->connection->log,
+                               &ngx_platform_auth_apikey_stmt, &id,
+                               ngx_platform_auth_apikey_done, r);
 
     if (rc == NGX_DONE) {
+        r->main->count++;
         return NGX_DONE;
     }
 
@@ -409,9 +411,11 @@ ngx_platform_auth_apikey_digest(ngx_http_request_t *r, ngx_str_t *key,
 
 
 static void
-ngx_platform_auth_apikey_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
     u_char                      stored[NGX_PLATFORM_AUTH_DIGEST_LEN];
     u_char                     *hex;

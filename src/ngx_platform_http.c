@@ -11,6 +11,7 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
+#include "ngx_platform_document.h"
 
 
 #define NGX_PLATFORM_REQUEST_ID_MAX  64
@@ -933,4 +934,76 @@ ngx_str_t *
 ngx_platform_client_addr(ngx_http_request_t *r)
 {
     return &r->connection->addr_text;
+}
+
+
+/* a document read: the request and what to answer, for the handler */
+
+typedef struct {
+    ngx_http_request_t           *request;
+    ngx_platform_pg_document_t   *doc;
+} ngx_platform_document_ctx_t;
+
+
+static void ngx_platform_pg_document_done(void *data,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+
+
+ngx_int_t
+ngx_platform_pg_document(ngx_http_request_t *r,
+    ngx_platform_pg_document_t *doc, ngx_str_t *params)
+{
+    ngx_int_t                     rc;
+    ngx_platform_document_ctx_t  *dc;
+
+    dc = ngx_palloc(r->pool, sizeof(ngx_platform_document_ctx_t));
+    if (dc == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    dc->request = r;
+    dc->doc = doc;
+
+    rc = ngx_platform_pg_query(r->pool, r->connection->log, &doc->stmt,
+                               params, ngx_platform_pg_document_done, dc);
+
+    if (rc != NGX_DONE) {
+        return ngx_platform_send_backend_error(r, rc);
+    }
+
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_platform_pg_document_done(void *data, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc)
+{
+    ngx_platform_document_ctx_t *dc = data;
+
+    ngx_http_request_t          *r;
+    ngx_platform_pg_document_t  *doc;
+
+    r = dc->request;
+    doc = dc->doc;
+
+    if (rc != NGX_OK) {
+        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
+        return;
+    }
+
+    if (PQntuples(res) == 0) {
+        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
+                                                   doc->missing,
+                                                   doc->missing_detail));
+        return;
+    }
+
+    /* send_ok_raw() copies the document out of the result */
+
+    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r, doc->found,
+                                  (u_char *) PQgetvalue(res, 0, 0),
+                                  PQgetlength(res, 0, 0)));
 }

@@ -6,19 +6,23 @@
  * non-blocking connect (PQconnectStartParams/PQconnectPoll), statements
  * prepared once per connection and run with PQsendQueryPrepared, output
  * flushed while PQflush() asks for it, input read with PQconsumeInput()
- * until PQgetResult() returns NULL. Requests that find every connection
- * busy wait in a bounded queue; past it they get 503 at once.
+ * until PQgetResult() returns NULL. A batch runs its statements in
+ * pipeline mode, closed by one sync point. Callers that find every
+ * connection busy wait in a bounded queue; past it they are refused at
+ * once.
  *
- * An operation (op) outlives its request when the client goes away: the
- * request's pool cleanup detaches it, the statement finishes as an orphan
- * and its result is dropped. Operations and their parameters are
- * therefore allocated from the heap, never from the request pool.
+ * The transport knows nothing of HTTP: an operation (op) belongs to a
+ * caller's pool and reports to a handler with the caller's data. When
+ * that pool is destroyed first, its cleanup detaches the op, which
+ * finishes as an orphan, its result dropped. Operations and their
+ * parameters are therefore allocated from the heap, never from the
+ * caller's pool.
  */
 
 
 #include <ngx_config.h>
 #include <ngx_core.h>
-#include <ngx_http.h>
+#include <ngx_event.h>
 
 #include "ngx_platform_pg.h"
 
@@ -33,7 +37,8 @@ typedef enum {
     ngx_platform_pg_connecting = 0,
     ngx_platform_pg_idle,
     ngx_platform_pg_preparing,
-    ngx_platform_pg_querying
+    ngx_platform_pg_querying,
+    ngx_platform_pg_pipeline
 } ngx_platform_pg_state_e;
 
 
@@ -52,18 +57,47 @@ typedef struct {
 } ngx_platform_pg_conn_t;
 
 
-struct ngx_platform_pg_op_s {
-    ngx_queue_t                  queue;      /* pool->waiting */
-    ngx_http_request_t          *request;    /* NULL once orphaned */
-    ngx_pool_cleanup_t          *cleanup;
-    ngx_platform_pg_conn_t      *conn;
+/* a statement with its parameters, copied */
+typedef struct {
     ngx_platform_pg_stmt_t      *stmt;
-    ngx_platform_pg_handler_pt   handler;
     char                       **values;
     int                         *lengths;
+} ngx_platform_pg_call_t;
+
+
+/* a command sent in a pipeline, whose results come back in order */
+typedef struct {
+    ngx_uint_t                   step;
+    ngx_uint_t                   prepare;    /* PQsendPrepare of the step */
+} ngx_platform_pg_slot_t;
+
+
+struct ngx_platform_pg_op_s {
+    ngx_queue_t                  queue;      /* pool->waiting */
+    void                        *data;
+    ngx_log_t                   *log;
+    ngx_pool_cleanup_t          *cleanup;    /* NULL once orphaned */
+    ngx_platform_pg_conn_t      *conn;
+    ngx_platform_pg_handler_pt   handler;
+
+    /* one call, or a batch's calls, results and slots */
+    ngx_platform_pg_call_t       call;
+    ngx_platform_pg_call_t      *calls;
+    ngx_uint_t                   ncalls;
+    void                        *block;      /* what the above point to */
+
+    ngx_platform_pg_batch_handler_pt  batch_handler;
+    PGresult                   **results;
+    ngx_platform_pg_slot_t      *slots;
+    ngx_uint_t                   nslots;
+    ngx_uint_t                   slot;       /* whose results come next */
+    ngx_uint_t                   failed;
+    ngx_int_t                    rc;
+
     ngx_event_t                  wait_timer;
     unsigned                     continued:1;
     unsigned                     waiting:1;
+    unsigned                     batch:1;
 };
 
 
@@ -86,19 +120,23 @@ struct ngx_platform_pg_pool_s {
 };
 
 
-static ngx_platform_pg_op_t *ngx_platform_pg_op_create(
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler);
-static ngx_int_t ngx_platform_pg_op_params(ngx_platform_pg_op_t *op,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params);
+static ngx_int_t ngx_platform_pg_submit(ngx_platform_pg_op_t *op,
+    ngx_pool_t *pool, ngx_log_t *log, void *data);
+static size_t ngx_platform_pg_params_size(ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params);
+static u_char *ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params, u_char *p);
+static void ngx_platform_pg_op_fail(ngx_platform_pg_op_t *op, ngx_int_t rc);
 static void ngx_platform_pg_op_free(ngx_platform_pg_op_t *op);
-static void ngx_platform_pg_request_cleanup(void *data);
-static void ngx_platform_pg_document_done(ngx_http_request_t *r,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+static void ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op);
+static void ngx_platform_pg_cleanup(void *data);
 static void ngx_platform_pg_wait_timeout(ngx_event_t *ev);
 static ngx_int_t ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
-static ngx_int_t ngx_platform_pg_wrap_socket(ngx_platform_pg_conn_t *pc);
+static void ngx_platform_pg_backoff(ngx_platform_pg_pool_t *pool,
+    char *reason);
+static ngx_int_t ngx_platform_pg_wrap_socket(ngx_platform_pg_conn_t *pc,
+    ngx_uint_t write);
 static void ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc);
@@ -109,19 +147,26 @@ static ngx_int_t ngx_platform_pg_dispatch(ngx_platform_pg_conn_t *pc,
 static void ngx_platform_pg_run(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_send(ngx_platform_pg_conn_t *pc);
+static ngx_int_t ngx_platform_pg_send_batch(ngx_platform_pg_conn_t *pc);
 static ngx_int_t ngx_platform_pg_flush(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_read_handler(ngx_event_t *ev);
 static void ngx_platform_pg_write_handler(ngx_event_t *ev);
 static void ngx_platform_pg_timer_handler(ngx_event_t *ev);
 static void ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc);
+static void ngx_platform_pg_receive_batch(ngx_platform_pg_conn_t *pc);
+static ngx_int_t ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_stmt_t *stmt, PGresult *res);
 static void ngx_platform_pg_complete(ngx_platform_pg_conn_t *pc,
     PGresult *res, ngx_int_t rc);
+static void ngx_platform_pg_complete_batch(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_release(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc,
     char *reason);
 static void ngx_platform_pg_close(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool);
 static ngx_uint_t ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_stmt_t *stmt);
+static void ngx_platform_pg_add_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
 static size_t ngx_platform_pg_line(const char *message);
 static ngx_log_t *ngx_platform_pg_log(ngx_platform_pg_conn_t *pc,
@@ -133,53 +178,145 @@ static ngx_platform_pg_pool_t  *ngx_platform_pg_pool;
 
 
 ngx_int_t
-ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
-    ngx_str_t *params, ngx_platform_pg_handler_pt handler)
+ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_platform_pg_handler_pt handler, void *data)
 {
-    ngx_queue_t             *q;
-    ngx_pool_cleanup_t      *cln;
-    ngx_platform_pg_op_t    *op;
-    ngx_platform_pg_conn_t  *pc;
-    ngx_platform_pg_pool_t  *pool;
+    u_char                *p;
+    size_t                 size;
+    ngx_platform_pg_op_t  *op;
 
-    pool = ngx_platform_pg_pool;
-
-    if (pool == NULL) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "platform: \"platform_pg\" is not configured");
-        return NGX_PLATFORM_UNAVAILABLE;
-    }
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_ERROR;
-    }
-
-    op = ngx_platform_pg_op_create(stmt, params, handler);
+    op = ngx_calloc(sizeof(ngx_platform_pg_op_t), log);
     if (op == NULL) {
         return NGX_ERROR;
     }
 
-    op->request = r;
+    size = ngx_platform_pg_params_size(stmt, params);
+
+    if (size) {
+        p = ngx_alloc(size, log);
+        if (p == NULL) {
+            ngx_free(op);
+            return NGX_ERROR;
+        }
+
+        op->block = p;
+    }
+
+    (void) ngx_platform_pg_params_copy(&op->call, stmt, params, op->block);
+
+    op->calls = &op->call;
+    op->ncalls = 1;
+    op->handler = handler;
+
+    return ngx_platform_pg_submit(op, pool, log, data);
+}
+
+
+ngx_int_t
+ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_pg_step_t *steps, ngx_uint_t n,
+    ngx_platform_pg_batch_handler_pt handler, void *data)
+{
+    u_char                *p;
+    size_t                 size;
+    ngx_uint_t             i;
+    ngx_platform_pg_op_t  *op;
+
+    if (n == 0) {
+        return NGX_ERROR;
+    }
+
+    op = ngx_calloc(sizeof(ngx_platform_pg_op_t), log);
+    if (op == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* calls, results, slots (a prepare and an execute a step) and params */
+
+    size = n * (sizeof(ngx_platform_pg_call_t) + sizeof(PGresult *)
+                + 2 * sizeof(ngx_platform_pg_slot_t));
+
+    for (i = 0; i < n; i++) {
+        size += ngx_platform_pg_params_size(steps[i].stmt, steps[i].params);
+    }
+
+    p = ngx_calloc(size, log);
+    if (p == NULL) {
+        ngx_free(op);
+        return NGX_ERROR;
+    }
+
+    op->block = p;
+
+    op->calls = (ngx_platform_pg_call_t *) p;
+    p += n * sizeof(ngx_platform_pg_call_t);
+
+    op->results = (PGresult **) p;
+    p += n * sizeof(PGresult *);
+
+    op->slots = (ngx_platform_pg_slot_t *) p;
+    p += 2 * n * sizeof(ngx_platform_pg_slot_t);
+
+    for (i = 0; i < n; i++) {
+        p = ngx_platform_pg_params_copy(&op->calls[i], steps[i].stmt,
+                                        steps[i].params, p);
+    }
+
+    op->ncalls = n;
+    op->batch = 1;
+    op->batch_handler = handler;
+
+    return ngx_platform_pg_submit(op, pool, log, data);
+}
+
+
+/*
+ * Runs op on an idle connection, a new one, or queues it. Nothing here
+ * calls the handler before NGX_DONE is returned: failures are answered
+ * by the return code, later ones from event handlers.
+ */
+
+static ngx_int_t
+ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
+    ngx_log_t *log, void *data)
+{
+    ngx_queue_t             *q;
+    ngx_pool_cleanup_t      *cln;
+    ngx_platform_pg_conn_t  *pc;
+    ngx_platform_pg_pool_t  *pgp;
+
+    pgp = ngx_platform_pg_pool;
+
+    if (pgp == NULL) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "platform: \"platform_pg\" is not configured");
+        ngx_platform_pg_op_free(op);
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        ngx_platform_pg_op_free(op);
+        return NGX_ERROR;
+    }
+
+    op->data = data;
+    op->log = log;
     op->cleanup = cln;
 
-    cln->handler = ngx_platform_pg_request_cleanup;
+    cln->handler = ngx_platform_pg_cleanup;
     cln->data = op;
 
-    /*
-     * Nothing here calls the handler before NGX_DONE is returned: failures
-     * are answered by the return code, later ones from event handlers.
-     */
-
-    if (!ngx_queue_empty(&pool->idle)) {
-        q = ngx_queue_head(&pool->idle);
+    if (!ngx_queue_empty(&pgp->idle)) {
+        q = ngx_queue_head(&pgp->idle);
         ngx_queue_remove(q);
 
         pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
-        ngx_queue_insert_head(&pool->busy, q);
+        ngx_queue_insert_head(&pgp->busy, q);
 
         if (ngx_platform_pg_dispatch(pc, op) != NGX_OK) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+            ngx_log_error(NGX_LOG_ERR, log, 0,
                           "platform: PostgreSQL connection lost: %*s",
                           ngx_platform_pg_line(PQerrorMessage(pc->conn)),
                           PQerrorMessage(pc->conn));
@@ -189,35 +326,33 @@ ngx_platform_pg_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
             goto unavailable;
         }
 
-    } else if (pool->nconns < pool->conf->pg_pool_size
-               && ngx_current_msec >= pool->retry_at)
+    } else if (pgp->nconns < pgp->conf->pg_pool_size
+               && ngx_current_msec >= pgp->retry_at)
     {
-        if (ngx_platform_pg_connect(pool, op) != NGX_OK) {
+        if (ngx_platform_pg_connect(pgp, op) != NGX_OK) {
             goto unavailable;
         }
 
-    } else if (pool->nconns > 0
-               && pool->nwaiting < pool->conf->pg_queue_size)
+    } else if (pgp->nconns > 0
+               && pgp->nwaiting < pgp->conf->pg_queue_size)
     {
         /* every connection is busy: wait for one, for a bounded time */
 
         op->waiting = 1;
-        ngx_queue_insert_tail(&pool->waiting, &op->queue);
-        pool->nwaiting++;
+        ngx_queue_insert_tail(&pgp->waiting, &op->queue);
+        pgp->nwaiting++;
 
         op->wait_timer.handler = ngx_platform_pg_wait_timeout;
         op->wait_timer.data = op;
-        op->wait_timer.log = r->connection->log;
-        /* a request waits here: the timer must hold a graceful exit */
+        op->wait_timer.log = log;
+        /* a caller waits here: the timer must hold a graceful exit */
         op->wait_timer.cancelable = 0;
 
-        ngx_add_timer(&op->wait_timer, pool->conf->pg_queue_timeout);
+        ngx_add_timer(&op->wait_timer, pgp->conf->pg_queue_timeout);
 
     } else {
         goto unavailable;
     }
-
-    r->main->count++;
 
     return NGX_DONE;
 
@@ -225,14 +360,12 @@ unavailable:
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "platform: PostgreSQL %s, statement \"%s\" rejected",
-                  pool->nconns ? "pool and queue are full"
-                               : "is unavailable",
-                  stmt->name);
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "platform: PostgreSQL %s, %s \"%s\" rejected",
+                  pgp->nconns ? "pool and queue are full" : "is unavailable",
+                  op->batch ? "batch starting with" : "statement",
+                  op->calls[0].stmt->name);
 
-    cln->handler = NULL;
-    op->cleanup = NULL;
     ngx_platform_pg_op_free(op);
 
     return NGX_PLATFORM_UNAVAILABLE;
@@ -240,68 +373,31 @@ unavailable:
 
 
 ngx_int_t
-ngx_platform_pg_document(ngx_http_request_t *r,
-    ngx_platform_pg_document_t *doc, ngx_str_t *params)
-{
-    ngx_int_t  rc;
-
-    rc = ngx_platform_pg_query(r, &doc->stmt, params,
-                               ngx_platform_pg_document_done);
-
-    if (rc != NGX_DONE) {
-        return ngx_platform_send_backend_error(r, rc);
-    }
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_platform_pg_document_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
-    PGresult *res, ngx_int_t rc)
-{
-    ngx_platform_pg_document_t  *doc;
-
-    /* the statement is the document's first member */
-    doc = (ngx_platform_pg_document_t *) op->stmt;
-
-    if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
-        return;
-    }
-
-    if (PQntuples(res) == 0) {
-        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                                                   doc->missing,
-                                                   doc->missing_detail));
-        return;
-    }
-
-    /* send_ok_raw() copies the document out of the result */
-
-    ngx_platform_finalize(r, ngx_platform_send_ok_raw(r, doc->found,
-                                  (u_char *) PQgetvalue(res, 0, 0),
-                                  PQgetlength(res, 0, 0)));
-}
-
-
-ngx_int_t
 ngx_platform_pg_next(ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
-    if (op->conn == NULL || op->continued) {
+    u_char  *p;
+    size_t   size;
+
+    if (op->conn == NULL || op->continued || op->batch) {
         return NGX_ERROR;
     }
 
-    ngx_free(op->values);
-    op->values = NULL;
-    op->lengths = NULL;
+    size = ngx_platform_pg_params_size(stmt, params);
+    p = NULL;
 
-    if (ngx_platform_pg_op_params(op, stmt, params) != NGX_OK) {
-        return NGX_ERROR;
+    if (size) {
+        p = ngx_alloc(size, ngx_cycle->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
     }
 
-    op->stmt = stmt;
+    ngx_free(op->block);
+    op->block = p;
+
+    (void) ngx_platform_pg_params_copy(&op->call, stmt, params, p);
+
     op->handler = handler;
     op->continued = 1;
 
@@ -350,77 +446,85 @@ ngx_platform_pg_stats(ngx_platform_pg_stats_t *stats)
 }
 
 
-static ngx_platform_pg_op_t *
-ngx_platform_pg_op_create(ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler)
+/* parameters are copied into a heap block: the op may outlive its caller */
+
+static size_t
+ngx_platform_pg_params_size(ngx_platform_pg_stmt_t *stmt, ngx_str_t *params)
 {
-    ngx_platform_pg_op_t  *op;
+    int     i;
+    size_t  size;
 
-    op = ngx_calloc(sizeof(ngx_platform_pg_op_t), ngx_cycle->log);
-    if (op == NULL) {
-        return NULL;
-    }
+    size = stmt->nparams * (sizeof(char *) + sizeof(int));
 
-    if (ngx_platform_pg_op_params(op, stmt, params) != NGX_OK) {
-        ngx_free(op);
-        return NULL;
-    }
-
-    op->stmt = stmt;
-    op->handler = handler;
-
-    return op;
-}
-
-
-/* parameters are copied into one heap block: the op may outlive r */
-
-static ngx_int_t
-ngx_platform_pg_op_params(ngx_platform_pg_op_t *op,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params)
-{
-    int      i, n;
-    char    *p;
-    size_t   size;
-
-    n = stmt->nparams;
-
-    size = n * (sizeof(char *) + sizeof(int));
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < stmt->nparams; i++) {
         size += params[i].len + 1;
     }
 
-    if (size == 0) {
-        return NGX_OK;
+    /* the next step's pointers follow */
+    return ngx_align(size, sizeof(void *));
+}
+
+
+static u_char *
+ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params, u_char *p)
+{
+    int      i, n;
+    u_char  *start;
+
+    n = stmt->nparams;
+
+    call->stmt = stmt;
+    call->values = NULL;
+    call->lengths = NULL;
+
+    if (n == 0) {
+        return p;
     }
 
-    p = ngx_alloc(size, ngx_cycle->log);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
+    start = p;
 
-    op->values = (char **) p;
+    call->values = (char **) p;
     p += n * sizeof(char *);
 
-    op->lengths = (int *) p;
+    call->lengths = (int *) p;
     p += n * sizeof(int);
 
     for (i = 0; i < n; i++) {
 
         if (params[i].data == NULL) {
-            op->values[i] = NULL;
-            op->lengths[i] = 0;
+            call->values[i] = NULL;
+            call->lengths[i] = 0;
             continue;
         }
 
-        op->values[i] = p;
-        op->lengths[i] = (int) params[i].len;
+        call->values[i] = (char *) p;
+        call->lengths[i] = (int) params[i].len;
 
-        p = (char *) ngx_cpymem(p, params[i].data, params[i].len);
+        p = ngx_cpymem(p, params[i].data, params[i].len);
         *p++ = '\0';
     }
 
-    return NGX_OK;
+    return start + ngx_platform_pg_params_size(stmt, params);
+}
+
+
+/* tells the caller, while there is one, that op failed; frees op */
+
+static void
+ngx_platform_pg_op_fail(ngx_platform_pg_op_t *op, ngx_int_t rc)
+{
+    if (op->cleanup) {
+        if (op->batch) {
+            ngx_platform_pg_op_clear(op);
+            op->batch_handler(op->data, op->results, op->ncalls, 0, rc);
+
+        } else {
+            op->handler(op->data, op, NULL, rc);
+        }
+    }
+
+    ngx_platform_pg_op_free(op);
 }
 
 
@@ -435,24 +539,48 @@ ngx_platform_pg_op_free(ngx_platform_pg_op_t *op)
         op->cleanup->handler = NULL;
     }
 
-    ngx_free(op->values);
+    ngx_platform_pg_op_clear(op);
+
+    ngx_free(op->block);
     ngx_free(op);
 }
 
 
-/* the request is going away: detach it from its operation */
+/* a batch's results, freed */
 
 static void
-ngx_platform_pg_request_cleanup(void *data)
+ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op)
+{
+    ngx_uint_t  i;
+
+    if (op->results == NULL) {
+        return;
+    }
+
+    for (i = 0; i < op->ncalls; i++) {
+        if (op->results[i]) {
+            PQclear(op->results[i]);
+            op->results[i] = NULL;
+        }
+    }
+}
+
+
+/* the caller's pool is going away: detach the operation from it */
+
+static void
+ngx_platform_pg_cleanup(void *data)
 {
     ngx_platform_pg_op_t *op = data;
 
-    op->request = NULL;
     op->cleanup = NULL;
+    op->data = NULL;
+    op->log = NULL;
 
     if (op->waiting) {
         ngx_queue_remove(&op->queue);
         ngx_platform_pg_pool->nwaiting--;
+        op->waiting = 0;
         ngx_platform_pg_op_free(op);
     }
 
@@ -463,7 +591,6 @@ ngx_platform_pg_request_cleanup(void *data)
 static void
 ngx_platform_pg_wait_timeout(ngx_event_t *ev)
 {
-    ngx_http_request_t    *r;
     ngx_platform_pg_op_t  *op;
 
     op = ev->data;
@@ -473,17 +600,11 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
     op->waiting = 0;
 
-    r = op->request;
-
     ngx_log_error(NGX_LOG_WARN, ev->log, 0,
                   "platform: no PostgreSQL connection became free in time "
-                  "for statement \"%s\"", op->stmt->name);
+                  "for statement \"%s\"", op->calls[0].stmt->name);
 
-    if (r) {
-        op->handler(r, op, NULL, NGX_PLATFORM_TIMEOUT);
-    }
-
-    ngx_platform_pg_op_free(op);
+    ngx_platform_pg_op_fail(op, NGX_PLATFORM_TIMEOUT);
 }
 
 
@@ -518,39 +639,26 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     pc->pool = pool;
     pc->conn = conn;
     pc->state = ngx_platform_pg_connecting;
-    pc->op = op;
-
-    op->conn = pc;
 
     pc->timer.handler = ngx_platform_pg_timer_handler;
     pc->timer.data = pc;
     pc->timer.log = pool->log;
 
-    if (ngx_platform_pg_wrap_socket(pc) != NGX_OK) {
+    /* libpq: consider the first state PGRES_POLLING_WRITING */
+
+    if (ngx_platform_pg_wrap_socket(pc, 1) != NGX_OK) {
         PQfinish(conn);
         ngx_free(pc);
-        op->conn = NULL;
         return NGX_ERROR;
     }
+
+    pc->op = op;
+    op->conn = pc;
 
     ngx_queue_insert_head(&pool->busy, &pc->queue);
     pool->nconns++;
 
-    /* libpq: consider the first state PGRES_POLLING_WRITING */
-
-    if (ngx_add_event(pc->c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
-        != NGX_OK)
-    {
-        ngx_platform_pg_unwrap_socket(pc);
-        PQfinish(conn);
-        ngx_queue_remove(&pc->queue);
-        pool->nconns--;
-        ngx_free(pc);
-        op->conn = NULL;
-        return NGX_ERROR;
-    }
-
-    /* the connection serves a request: its timer holds a graceful exit */
+    /* the connection serves a caller: its timer holds a graceful exit */
     pc->timer.cancelable = 0;
     ngx_add_timer(&pc->timer, pool->conf->pg_connect_timeout);
 
@@ -561,13 +669,41 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
 }
 
 
+/* back off before the next connect: 250 ms doubling to 2 s */
+
+static void
+ngx_platform_pg_backoff(ngx_platform_pg_pool_t *pool, char *reason)
+{
+    pool->backoff = pool->backoff ? pool->backoff * 2
+                                  : NGX_PLATFORM_PG_BACKOFF_MIN;
+
+    if (pool->backoff > NGX_PLATFORM_PG_BACKOFF_MAX) {
+        pool->backoff = NGX_PLATFORM_PG_BACKOFF_MAX;
+    }
+
+    pool->retry_at = ngx_current_msec + pool->backoff;
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_CONNECT_FAILURES);
+
+    /* the first failure in a row is logged, not every retry */
+
+    if (pool->backoff == NGX_PLATFORM_PG_BACKOFF_MIN) {
+        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
+                      "platform: PostgreSQL connect failed: %*s",
+                      ngx_platform_pg_line(reason), reason);
+    }
+
+    pool->connected = 0;
+}
+
+
 /*
  * libpq owns the socket: it is wrapped in an nginx connection for events
  * only, registered level-triggered, and never closed by nginx.
  */
 
 static ngx_int_t
-ngx_platform_pg_wrap_socket(ngx_platform_pg_conn_t *pc)
+ngx_platform_pg_wrap_socket(ngx_platform_pg_conn_t *pc, ngx_uint_t write)
 {
     int                fd;
     ngx_connection_t  *c;
@@ -597,6 +733,14 @@ ngx_platform_pg_wrap_socket(ngx_platform_pg_conn_t *pc)
         return NGX_ERROR;
     }
 
+    if (write
+        && ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
+           != NGX_OK)
+    {
+        ngx_platform_pg_unwrap_socket(pc);
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
 }
 
@@ -613,10 +757,9 @@ ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc)
     }
 
     /*
-     * libpq closes the socket itself when a connection attempt or the
-     * connection fails; the kernel then has dropped it from epoll, and
-     * its number may already belong to another connection: do not touch
-     * epoll for it.
+     * libpq closes the socket itself when the connection fails; the
+     * kernel then has dropped it from epoll, and its number may already
+     * belong to another connection: do not touch epoll for it.
      */
 
     flags = (PQsocket(pc->conn) == c->fd) ? 0 : NGX_CLOSE_EVENT;
@@ -655,7 +798,7 @@ ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc)
 static void
 ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc)
 {
-    ngx_connection_t         *c;
+    ngx_connection_t          *c;
     PostgresPollingStatusType  status;
 
     status = PQconnectPoll(pc->conn);
@@ -666,7 +809,7 @@ ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc)
         ngx_platform_pg_unwrap_socket(pc);
 
         if (status != PGRES_POLLING_FAILED
-            && ngx_platform_pg_wrap_socket(pc) != NGX_OK)
+            && ngx_platform_pg_wrap_socket(pc, 0) != NGX_OK)
         {
             ngx_platform_pg_connect_failed(pc, "cannot watch its socket");
             return;
@@ -694,6 +837,10 @@ ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc)
         return;
 
     case PGRES_POLLING_OK:
+        if (c->write->active) {
+            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
+        }
+
         ngx_platform_pg_connected(pc);
         return;
 
@@ -717,10 +864,6 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
         return;
     }
 
-    if (pc->c->write->active) {
-        (void) ngx_del_event(pc->c->write, NGX_WRITE_EVENT, 0);
-    }
-
     if (pc->timer.timer_set) {
         ngx_del_timer(&pc->timer);
     }
@@ -739,8 +882,9 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
     op = pc->op;
     pc->op = NULL;
 
-    if (op && op->request == NULL) {
-        /* the client left while we connected */
+    if (op && op->cleanup == NULL) {
+        /* the caller left while we connected */
+        op->conn = NULL;
         ngx_platform_pg_op_free(op);
         op = NULL;
     }
@@ -757,38 +901,12 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
 static void
 ngx_platform_pg_connect_failed(ngx_platform_pg_conn_t *pc, char *reason)
 {
-    ngx_platform_pg_pool_t  *pool;
-
-    pool = pc->pool;
-
-    /* back off before the next connect: 250 ms doubling to 2 s */
-
-    pool->backoff = pool->backoff ? pool->backoff * 2
-                                  : NGX_PLATFORM_PG_BACKOFF_MIN;
-
-    if (pool->backoff > NGX_PLATFORM_PG_BACKOFF_MAX) {
-        pool->backoff = NGX_PLATFORM_PG_BACKOFF_MAX;
-    }
-
-    pool->retry_at = ngx_current_msec + pool->backoff;
-
-    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_CONNECT_FAILURES);
-
-    /* the first failure in a row is logged, not every retry */
-
-    if (pool->backoff == NGX_PLATFORM_PG_BACKOFF_MIN) {
-        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                      "platform: PostgreSQL connect failed: %*s",
-                      ngx_platform_pg_line(reason), reason);
-    }
-
-    pool->connected = 0;
-
+    ngx_platform_pg_backoff(pc->pool, reason);
     ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE, NULL);
 }
 
 
-/* the op runs on pc: prepare its statement once, then execute it */
+/* the op runs on pc: prepare its statements once, then execute them */
 
 static ngx_int_t
 ngx_platform_pg_dispatch(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
@@ -803,6 +921,10 @@ ngx_platform_pg_dispatch(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 
     pc->timer.cancelable = 0;
     ngx_add_timer(&pc->timer, pc->pool->conf->pg_query_timeout);
+
+    if (op->batch) {
+        return ngx_platform_pg_send_batch(pc);
+    }
 
     return ngx_platform_pg_send(pc);
 }
@@ -824,27 +946,100 @@ static ngx_int_t
 ngx_platform_pg_send(ngx_platform_pg_conn_t *pc)
 {
     int                      rc;
-    ngx_platform_pg_op_t    *op;
-    ngx_platform_pg_stmt_t  *stmt;
+    ngx_platform_pg_call_t  *call;
 
-    op = pc->op;
-    stmt = op->stmt;
+    call = &pc->op->call;
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
 
-    if (!ngx_platform_pg_is_prepared(pc, stmt)) {
+    if (!ngx_platform_pg_is_prepared(pc, call->stmt)) {
         pc->state = ngx_platform_pg_preparing;
-        rc = PQsendPrepare(pc->conn, stmt->name, stmt->sql, stmt->nparams,
-                           NULL);
+        rc = PQsendPrepare(pc->conn, call->stmt->name, call->stmt->sql,
+                           call->stmt->nparams, NULL);
 
     } else {
         pc->state = ngx_platform_pg_querying;
-        rc = PQsendQueryPrepared(pc->conn, stmt->name, stmt->nparams,
-                                 (const char * const *) op->values,
-                                 op->lengths, NULL, 0);
+        rc = PQsendQueryPrepared(pc->conn, call->stmt->name,
+                                 call->stmt->nparams,
+                                 (const char * const *) call->values,
+                                 call->lengths, NULL, 0);
     }
 
     if (rc == 0) {
+        return NGX_ERROR;
+    }
+
+    return ngx_platform_pg_flush(pc);
+}
+
+
+/*
+ * A batch in pipeline mode: each statement not yet prepared on this
+ * connection is prepared in the same pipeline, then executed; one sync
+ * point closes the implicit transaction. The slots record what was
+ * sent, in the order its results come back.
+ */
+
+static ngx_int_t
+ngx_platform_pg_send_batch(ngx_platform_pg_conn_t *pc)
+{
+    ngx_uint_t               i, j, prepared;
+    ngx_platform_pg_op_t    *op;
+    ngx_platform_pg_call_t  *call;
+
+    op = pc->op;
+
+    op->nslots = 0;
+    op->slot = 0;
+    op->failed = 0;
+    op->rc = NGX_OK;
+
+    pc->state = ngx_platform_pg_pipeline;
+
+    if (PQenterPipelineMode(pc->conn) == 0) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < op->ncalls; i++) {
+        call = &op->calls[i];
+
+        ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
+
+        prepared = ngx_platform_pg_is_prepared(pc, call->stmt);
+
+        for (j = 0; !prepared && j < op->nslots; j++) {
+            prepared = op->slots[j].prepare
+                       && op->calls[op->slots[j].step].stmt == call->stmt;
+        }
+
+        if (!prepared) {
+            if (PQsendPrepare(pc->conn, call->stmt->name, call->stmt->sql,
+                              call->stmt->nparams, NULL)
+                == 0)
+            {
+                return NGX_ERROR;
+            }
+
+            op->slots[op->nslots].step = i;
+            op->slots[op->nslots].prepare = 1;
+            op->nslots++;
+        }
+
+        if (PQsendQueryPrepared(pc->conn, call->stmt->name,
+                                call->stmt->nparams,
+                                (const char * const *) call->values,
+                                call->lengths, NULL, 0)
+            == 0)
+        {
+            return NGX_ERROR;
+        }
+
+        op->slots[op->nslots].step = i;
+        op->slots[op->nslots].prepare = 0;
+        op->nslots++;
+    }
+
+    if (PQpipelineSync(pc->conn) == 0) {
         return NGX_ERROR;
     }
 
@@ -989,7 +1184,6 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
 static void
 ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 {
-    char            *message;
     PGresult        *res;
     ngx_int_t        rc;
     ExecStatusType   status;
@@ -1005,6 +1199,11 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
     if (ngx_platform_pg_flush(pc) != NGX_OK) {
         ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
                              PQerrorMessage(pc->conn));
+        return;
+    }
+
+    if (pc->state == ngx_platform_pg_pipeline) {
+        ngx_platform_pg_receive_batch(pc);
         return;
     }
 
@@ -1036,9 +1235,7 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
             if (status == PGRES_COMMAND_OK) {
                 PQclear(res);
 
-                if (pc->nprepared < NGX_PLATFORM_PG_MAX_PREPARED) {
-                    pc->prepared[pc->nprepared++] = pc->op->stmt;
-                }
+                ngx_platform_pg_add_prepared(pc, pc->op->call.stmt);
 
                 if (ngx_platform_pg_send(pc) != NGX_OK) {
                     ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
@@ -1049,26 +1246,7 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
             }
         }
 
-        if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-            rc = NGX_OK;
-
-        } else if (ngx_strcmp(ngx_platform_pg_sqlstate(res), "57014") == 0) {
-            /* statement_timeout */
-            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
-            rc = NGX_PLATFORM_TIMEOUT;
-
-        } else {
-            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_ERRORS);
-            rc = NGX_ERROR;
-
-            message = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
-                          : NULL;
-
-            ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc, pc->op), 0,
-                          "platform: statement \"%s\" failed: SQLSTATE %s: %s",
-                          pc->op->stmt->name, ngx_platform_pg_sqlstate(res),
-                          message ? message : "no message");
-        }
+        rc = ngx_platform_pg_result_rc(pc, pc->op->call.stmt, res);
 
         ngx_platform_pg_complete(pc, res, rc);
 
@@ -1078,6 +1256,146 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
         return;
     }
+}
+
+
+/*
+ * A batch's results come in the order of its slots: for each, its
+ * results and then NULL; after an error, PGRES_PIPELINE_ABORTED for the
+ * rest; last PGRES_PIPELINE_SYNC for the sync point.
+ */
+
+static void
+ngx_platform_pg_receive_batch(ngx_platform_pg_conn_t *pc)
+{
+    PGresult                *res, **result;
+    ngx_int_t                rc;
+    ExecStatusType           status;
+    ngx_platform_pg_op_t    *op;
+    ngx_platform_pg_slot_t  *slot;
+    ngx_platform_pg_call_t  *call;
+
+    op = pc->op;
+
+    while (!PQisBusy(pc->conn)) {
+
+        res = PQgetResult(pc->conn);
+
+        if (op->slot == op->nslots) {
+
+            /* the sync point */
+
+            if (res == NULL) {
+                return;
+            }
+
+            status = PQresultStatus(res);
+            PQclear(res);
+
+            if (status != PGRES_PIPELINE_SYNC) {
+                ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                                     "unexpected result in a pipeline");
+                return;
+            }
+
+            /* fails only when busy: the connection is then not reused */
+            (void) PQexitPipelineMode(pc->conn);
+
+            ngx_platform_pg_complete_batch(pc);
+            return;
+        }
+
+        slot = &op->slots[op->slot];
+        call = &op->calls[slot->step];
+
+        if (res == NULL) {
+            /* this command's results are all in */
+            op->slot++;
+            continue;
+        }
+
+        status = PQresultStatus(res);
+
+        if (status == PGRES_PIPELINE_ABORTED) {
+            PQclear(res);
+            continue;
+        }
+
+        if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+
+            if (slot->prepare) {
+                ngx_platform_pg_add_prepared(pc, call->stmt);
+                PQclear(res);
+                continue;
+            }
+
+            result = &op->results[slot->step];
+
+            /* keep the first result; a statement has only one */
+            if (*result == NULL) {
+                *result = res;
+
+            } else {
+                PQclear(res);
+            }
+
+            continue;
+        }
+
+        /* the first error; the statements after it are aborted */
+
+        if (op->rc != NGX_OK) {
+            PQclear(res);
+            continue;
+        }
+
+        rc = ngx_platform_pg_result_rc(pc, call->stmt, res);
+
+        op->rc = rc;
+        op->failed = slot->step;
+
+        result = &op->results[slot->step];
+
+        if (*result) {
+            PQclear(*result);
+        }
+
+        *result = res;
+    }
+}
+
+
+/* NGX_OK, or the error a failed statement's result stands for, logged */
+
+static ngx_int_t
+ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_stmt_t *stmt, PGresult *res)
+{
+    char            *message;
+    ExecStatusType   status;
+
+    status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+        return NGX_OK;
+    }
+
+    if (ngx_strcmp(ngx_platform_pg_sqlstate(res), "57014") == 0) {
+        /* statement_timeout */
+        ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
+        return NGX_PLATFORM_TIMEOUT;
+    }
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_ERRORS);
+
+    message = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+    ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc, pc->op), 0,
+                  "platform: statement \"%s\" failed: SQLSTATE %s: %s",
+                  stmt->name, ngx_platform_pg_sqlstate(res),
+                  message ? message : "no message");
+
+    return NGX_ERROR;
 }
 
 
@@ -1099,11 +1417,11 @@ ngx_platform_pg_complete(ngx_platform_pg_conn_t *pc, PGresult *res,
 
     op->continued = 0;
 
-    if (op->request) {
-        op->handler(op->request, op, res, rc);
+    if (op->cleanup) {
+        op->handler(op->data, op, res, rc);
     }
 
-    if (op->continued && op->request && PQstatus(pc->conn) == CONNECTION_OK)
+    if (op->continued && op->cleanup && PQstatus(pc->conn) == CONNECTION_OK)
     {
         ngx_add_timer(&pc->timer, pc->pool->conf->pg_query_timeout);
 
@@ -1123,21 +1441,57 @@ ngx_platform_pg_complete(ngx_platform_pg_conn_t *pc, PGresult *res,
 }
 
 
+/* the sync point is read: the handler gets every result at once */
+
+static void
+ngx_platform_pg_complete_batch(ngx_platform_pg_conn_t *pc)
+{
+    ngx_platform_pg_op_t  *op;
+
+    op = pc->op;
+
+    if (pc->timer.timer_set) {
+        ngx_del_timer(&pc->timer);
+    }
+
+    pc->state = ngx_platform_pg_idle;
+
+    if (op->rc == NGX_PLATFORM_TIMEOUT) {
+        ngx_platform_pg_op_clear(op);
+        op->failed = 0;
+    }
+
+    if (op->cleanup) {
+        op->batch_handler(op->data, op->results, op->ncalls, op->failed,
+                          op->rc);
+    }
+
+    pc->op = NULL;
+    op->conn = NULL;
+    ngx_platform_pg_op_free(op);
+
+    ngx_platform_pg_release(pc);
+}
+
+
 /*
- * Only a connection outside any transaction, with every result read and
- * uses left, goes back to the pool; anything else is closed, which also
- * rolls back what an abandoned transaction wrote.
+ * Only a connection outside any transaction and pipeline, with every
+ * result read and uses left, goes back to the pool; anything else is
+ * closed, which also rolls back what an abandoned transaction wrote.
  */
 
 static void
 ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
 {
+    ngx_queue_t             *q;
+    ngx_platform_pg_op_t    *op;
     ngx_platform_pg_pool_t  *pool;
 
     pool = pc->pool;
 
     if (PQstatus(pc->conn) != CONNECTION_OK
         || PQtransactionStatus(pc->conn) != PQTRANS_IDLE
+        || PQpipelineStatus(pc->conn) != PQ_PIPELINE_OFF
         || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses)
         || ngx_exiting || ngx_quit || ngx_terminate)
     {
@@ -1149,9 +1503,6 @@ ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
     pc->state = ngx_platform_pg_idle;
 
     if (!ngx_queue_empty(&pool->waiting)) {
-        ngx_platform_pg_op_t  *op;
-        ngx_queue_t           *q;
-
         q = ngx_queue_head(&pool->waiting);
         ngx_queue_remove(q);
         pool->nwaiting--;
@@ -1200,12 +1551,7 @@ ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc, char *reason)
 
     if (op) {
         op->conn = NULL;
-
-        if (op->request) {
-            op->handler(op->request, op, NULL, rc);
-        }
-
-        ngx_platform_pg_op_free(op);
+        ngx_platform_pg_op_fail(op, rc);
     }
 
     ngx_platform_pg_serve_waiting(pool);
@@ -1254,30 +1600,19 @@ ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool)
         q = ngx_queue_head(&pool->waiting);
         op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
 
-        if (ngx_current_msec < pool->retry_at
-            || ngx_platform_pg_connect(pool, op) != NGX_OK)
-        {
-            /* PostgreSQL is down: the waiters are told now */
-
-            ngx_queue_remove(q);
-            pool->nwaiting--;
-            op->waiting = 0;
-
-            if (op->request) {
-                op->handler(op->request, op, NULL,
-                            NGX_PLATFORM_UNAVAILABLE);
-            }
-
-            ngx_platform_pg_op_free(op);
-            continue;
-        }
-
         ngx_queue_remove(q);
         pool->nwaiting--;
         op->waiting = 0;
 
         if (op->wait_timer.timer_set) {
             ngx_del_timer(&op->wait_timer);
+        }
+
+        if (ngx_current_msec < pool->retry_at
+            || ngx_platform_pg_connect(pool, op) != NGX_OK)
+        {
+            /* PostgreSQL is down: the waiters are told now */
+            ngx_platform_pg_op_fail(op, NGX_PLATFORM_UNAVAILABLE);
         }
     }
 }
@@ -1299,6 +1634,18 @@ ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
 }
 
 
+static void
+ngx_platform_pg_add_prepared(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_stmt_t *stmt)
+{
+    if (pc->nprepared < NGX_PLATFORM_PG_MAX_PREPARED
+        && !ngx_platform_pg_is_prepared(pc, stmt))
+    {
+        pc->prepared[pc->nprepared++] = stmt;
+    }
+}
+
+
 /* libpq's messages run over lines; the log takes the first */
 
 static size_t
@@ -1308,13 +1655,13 @@ ngx_platform_pg_line(const char *message)
 }
 
 
-/* a request's own log names its request id; an orphan's is the worker's */
+/* the caller's log names it; an orphan's is the worker's */
 
 static ngx_log_t *
 ngx_platform_pg_log(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
-    if (op && op->request) {
-        return op->request->connection->log;
+    if (op && op->cleanup && op->log) {
+        return op->log;
     }
 
     return pc->pool->log;

@@ -32,26 +32,29 @@ typedef struct {
 
 
 /*
- * Called once per statement. rc is NGX_OK (res holds the result), NGX_ERROR
- * (the statement failed; res holds the error result, for its SQLSTATE),
- * NGX_PLATFORM_UNAVAILABLE or NGX_PLATFORM_TIMEOUT (res is NULL).
- * The pool frees res after the handler returns. The handler either calls
- * ngx_platform_pg_next() to run another statement on the same connection
- * or ends the request with ngx_platform_finalize().
+ * Called once per statement. data is what the caller gave. rc is NGX_OK
+ * (res holds the result), NGX_ERROR (the statement failed; res holds the
+ * error result, for its SQLSTATE), NGX_PLATFORM_UNAVAILABLE or
+ * NGX_PLATFORM_TIMEOUT (res is NULL). The pool frees res after the
+ * handler returns. The handler may call ngx_platform_pg_next() to run
+ * another statement on the same connection.
  */
-typedef void (*ngx_platform_pg_handler_pt)(ngx_http_request_t *r,
+typedef void (*ngx_platform_pg_handler_pt)(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 
 
 /*
  * Runs stmt with params (stmt->nparams of them; a param with NULL data is
- * SQL NULL, text format). Returns NGX_DONE when the handler will be called
- * (the request's count was taken), or NGX_PLATFORM_UNAVAILABLE when the
- * pool and its queue are full or PostgreSQL is known to be down.
+ * SQL NULL, text format). pool is the caller's (a request's): when it is
+ * destroyed the operation is detached and finishes as an orphan, its
+ * result dropped; log names the caller in the operation's log lines while
+ * it is attached. Returns NGX_DONE when the handler will be called (never
+ * before this returns), NGX_PLATFORM_UNAVAILABLE when the pool and its
+ * queue are full or PostgreSQL is known to be down, or NGX_ERROR.
  */
-ngx_int_t ngx_platform_pg_query(ngx_http_request_t *r,
+ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler);
+    ngx_platform_pg_handler_pt handler, void *data);
 
 /*
  * From a handler: the next statement on the same connection, for example
@@ -62,20 +65,32 @@ ngx_int_t ngx_platform_pg_next(ngx_platform_pg_op_t *op,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler);
 
+
 /*
- * A read of one JSON document: the statement's single column of at most
- * one row. 200 with the document in the family's envelope, else 404.
+ * A batch: statements that do not depend on each other's results, sent
+ * in one round trip in libpq pipeline mode and closed by one sync point,
+ * so that they run as one implicit transaction: when one fails none of
+ * them has any effect.
  */
 typedef struct {
-    ngx_platform_pg_stmt_t     stmt;            /* first: see the .c */
-    char                      *found;           /* the 200 message */
-    char                      *missing;         /* the 404 message */
-    char                      *missing_detail;
-} ngx_platform_pg_document_t;
+    ngx_platform_pg_stmt_t    *stmt;
+    ngx_str_t                 *params;
+} ngx_platform_pg_step_t;
 
-/* for a route handler to return: NGX_DONE, or the error it sent */
-ngx_int_t ngx_platform_pg_document(ngx_http_request_t *r,
-    ngx_platform_pg_document_t *doc, ngx_str_t *params);
+/*
+ * Called once for the whole batch. rc NGX_OK: res[i] is the result of
+ * steps[i]. rc NGX_ERROR: res[failed] is the error result of the step
+ * that failed (the others may be NULL). NGX_PLATFORM_UNAVAILABLE,
+ * NGX_PLATFORM_TIMEOUT: res entries are NULL. The pool frees the results
+ * after the handler returns.
+ */
+typedef void (*ngx_platform_pg_batch_handler_pt)(void *data, PGresult **res,
+    ngx_uint_t n, ngx_uint_t failed, ngx_int_t rc);
+
+ngx_int_t ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_pg_step_t *steps, ngx_uint_t n,
+    ngx_platform_pg_batch_handler_pt handler, void *data);
+
 
 /* SQLSTATE of an error result, "" when there is none */
 char *ngx_platform_pg_sqlstate(PGresult *res);

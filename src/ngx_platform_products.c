@@ -19,7 +19,7 @@
 
 static ngx_int_t ngx_platform_products_classifications(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_products_classifications_done(ngx_http_request_t *r,
+static void ngx_platform_products_classifications_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_products_cache_set(u_char *data, size_t len);
 static ngx_int_t ngx_platform_products_send(ngx_http_request_t *r);
@@ -86,22 +86,27 @@ ngx_platform_products_classifications(ngx_http_request_t *r,
         return ngx_platform_products_send(r);
     }
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_products_classifications_stmt,
+    rc = ngx_platform_pg_query(r->pool, r->connection->log,
+                               &ngx_platform_products_classifications_stmt,
                                NULL,
-                               ngx_platform_products_classifications_done);
+                               ngx_platform_products_classifications_done, r);
 
     if (rc != NGX_DONE) {
         return ngx_platform_send_backend_error(r, rc);
     }
+
+    r->main->count++;
 
     return NGX_DONE;
 }
 
 
 static void
-ngx_platform_products_classifications_done(ngx_http_request_t *r,
+ngx_platform_products_classifications_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc)
 {
+    ngx_http_request_t *r = data;
+
     if (rc != NGX_OK) {
         ngx_platform_finalize(r, ngx_platform_send_backend_error(r, rc));
         return;

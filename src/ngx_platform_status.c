@@ -50,7 +50,7 @@ typedef struct {
 
 static ngx_int_t ngx_platform_health(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_health_pg_done(ngx_http_request_t *r,
+static void ngx_platform_health_pg_done(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static void ngx_platform_health_redis_done(ngx_http_request_t *r,
     redisReply *reply, ngx_int_t rc);
@@ -169,9 +169,11 @@ ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     /* each backend operation holds its own count of the request */
 
-    rc = ngx_platform_pg_query(r, &ngx_platform_health_stmt, NULL,
-                               ngx_platform_health_pg_done);
+    rc = ngx_platform_pg_query(r->pool, r->connection->log,
+                               &ngx_platform_health_stmt, NULL,
+                               ngx_platform_health_pg_done, r);
     if (rc == NGX_DONE) {
+        r->main->count++;
         h->pending++;
     }
 
@@ -192,9 +194,11 @@ ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
 
 static void
-ngx_platform_health_pg_done(ngx_http_request_t *r, ngx_platform_pg_op_t *op,
+ngx_platform_health_pg_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc)
 {
+    ngx_http_request_t     *r = data;
+
     ngx_platform_ctx_t     *ctx;
     ngx_platform_health_t  *h;
 

@@ -12,7 +12,7 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_pg.h"
+#include "ngx_platform_document.h"
 
 
 static ngx_int_t ngx_platform_tms_delivery_order(ngx_http_request_t *r,
