@@ -795,53 +795,39 @@ ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc)
 }
 
 
+/*
+ * Inside PQconnectPoll() libpq may close the socket and open another, for
+ * the next host of a multi-host conninfo or to retry without SSL; the new
+ * one usually gets the same number, which epoll forgot when the old one
+ * closed. So the socket's events are removed before each poll, while it
+ * is still open, and whatever socket libpq has afterwards is watched.
+ */
+
 static void
 ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc)
 {
-    ngx_connection_t          *c;
     PostgresPollingStatusType  status;
 
+    ngx_platform_pg_unwrap_socket(pc);
+
     status = PQconnectPoll(pc->conn);
-
-    /* the socket may change between polls, for a multi-host conninfo */
-
-    if (pc->c == NULL || PQsocket(pc->conn) != pc->c->fd) {
-        ngx_platform_pg_unwrap_socket(pc);
-
-        if (status != PGRES_POLLING_FAILED
-            && ngx_platform_pg_wrap_socket(pc, 0) != NGX_OK)
-        {
-            ngx_platform_pg_connect_failed(pc, "cannot watch its socket");
-            return;
-        }
-    }
-
-    c = pc->c;
 
     switch (status) {
 
     case PGRES_POLLING_READING:
-        if (c->write->active) {
-            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
-        }
-        return;
-
     case PGRES_POLLING_WRITING:
-        if (!c->write->active) {
-            if (ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
-                != NGX_OK)
-            {
-                ngx_platform_pg_connect_failed(pc, "cannot watch its socket");
-            }
-        }
-        return;
-
     case PGRES_POLLING_OK:
-        if (c->write->active) {
-            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
+        if (ngx_platform_pg_wrap_socket(pc, status == PGRES_POLLING_WRITING)
+            != NGX_OK)
+        {
+            ngx_platform_pg_connect_failed(pc, "cannot watch its socket");
+            return;
         }
 
-        ngx_platform_pg_connected(pc);
+        if (status == PGRES_POLLING_OK) {
+            ngx_platform_pg_connected(pc);
+        }
+
         return;
 
     default: /* PGRES_POLLING_FAILED */
