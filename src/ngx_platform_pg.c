@@ -618,14 +618,14 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     conn = PQconnectStartParams(pool->keywords, pool->values, 0);
 
     if (conn == NULL) {
+        ngx_platform_pg_backoff(pool, "out of memory");
         return NGX_ERROR;
     }
 
+    /* a connect may fail at once: a refused port, a missing socket file */
+
     if (PQstatus(conn) == CONNECTION_BAD) {
-        ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                      "platform: PostgreSQL connect failed: %*s",
-                      ngx_platform_pg_line(PQerrorMessage(conn)),
-                      PQerrorMessage(conn));
+        ngx_platform_pg_backoff(pool, PQerrorMessage(conn));
         PQfinish(conn);
         return NGX_ERROR;
     }
@@ -633,6 +633,7 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     pc = ngx_calloc(sizeof(ngx_platform_pg_conn_t), pool->log);
     if (pc == NULL) {
         PQfinish(conn);
+        ngx_platform_pg_backoff(pool, "out of memory");
         return NGX_ERROR;
     }
 
@@ -649,6 +650,7 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     if (ngx_platform_pg_wrap_socket(pc, 1) != NGX_OK) {
         PQfinish(conn);
         ngx_free(pc);
+        ngx_platform_pg_backoff(pool, "cannot watch its socket");
         return NGX_ERROR;
     }
 
@@ -669,7 +671,10 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
 }
 
 
-/* back off before the next connect: 250 ms doubling to 2 s */
+/*
+ * Every failed connect, at once or later, backs off before the next one:
+ * 250 ms doubling to 2 s.
+ */
 
 static void
 ngx_platform_pg_backoff(ngx_platform_pg_pool_t *pool, char *reason)
