@@ -1469,6 +1469,8 @@ ngx_platform_pg_complete_batch(ngx_platform_pg_conn_t *pc)
  * Only a connection outside any transaction and pipeline, with every
  * result read and uses left, goes back to the pool; anything else is
  * closed, which also rolls back what an abandoned transaction wrote.
+ * While the worker exits, a connection still serves the callers that
+ * wait for one, and is closed when none is left.
  */
 
 static void
@@ -1483,8 +1485,7 @@ ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
     if (PQstatus(pc->conn) != CONNECTION_OK
         || PQtransactionStatus(pc->conn) != PQTRANS_IDLE
         || PQpipelineStatus(pc->conn) != PQ_PIPELINE_OFF
-        || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses)
-        || ngx_exiting || ngx_quit || ngx_terminate)
+        || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses))
     {
         ngx_platform_pg_close(pc);
         ngx_platform_pg_serve_waiting(pool);
@@ -1506,6 +1507,11 @@ ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
         }
 
         ngx_platform_pg_run(pc, op);
+        return;
+    }
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        ngx_platform_pg_close(pc);
         return;
     }
 
@@ -1576,7 +1582,10 @@ ngx_platform_pg_close(ngx_platform_pg_conn_t *pc)
 }
 
 
-/* waiters left behind when connections closed get new connections */
+/*
+ * Waiters left behind when connections closed get new connections, also
+ * while the worker exits: they were accepted and are answered.
+ */
 
 static void
 ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool)
@@ -1585,8 +1594,7 @@ ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool)
     ngx_platform_pg_op_t  *op;
 
     while (!ngx_queue_empty(&pool->waiting)
-           && pool->nconns < pool->conf->pg_pool_size
-           && !ngx_exiting)
+           && pool->nconns < pool->conf->pg_pool_size)
     {
         q = ngx_queue_head(&pool->waiting);
         op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
