@@ -793,8 +793,14 @@ ngx_platform_pg_unwrap_socket(ngx_platform_pg_conn_t *pc)
         ngx_del_timer(c->write);
     }
 
-    c->fd = (ngx_socket_t) -1;
+    /*
+     * As ngx_close_connection() does: the connection leaves nginx's fd
+     * table (poll, select) under its fd, which is then forgotten, so
+     * that no open socket is reported at exit.
+     */
+
     ngx_free_connection(c);
+    c->fd = (ngx_socket_t) -1;
 
     pc->c = NULL;
 }
