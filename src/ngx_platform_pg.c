@@ -176,6 +176,14 @@ static ngx_log_t *ngx_platform_pg_log(ngx_platform_pg_conn_t *pc,
 /* one pool per worker process */
 static ngx_platform_pg_pool_t  *ngx_platform_pg_pool;
 
+/*
+ * The data of the transport's timers. nginx's timer code reads an
+ * event's data as a connection (its debug lines print the fd), so the
+ * timers point at this one, with no socket, as nginx's cache manager
+ * does; their owners are found from the event's address instead.
+ */
+static ngx_connection_t         ngx_platform_pg_timer_conn;
+
 
 ngx_int_t
 ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
@@ -343,7 +351,7 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
         pgp->nwaiting++;
 
         op->wait_timer.handler = ngx_platform_pg_wait_timeout;
-        op->wait_timer.data = op;
+        op->wait_timer.data = &ngx_platform_pg_timer_conn;
         op->wait_timer.log = log;
         /* a caller waits here: the timer must hold a graceful exit */
         op->wait_timer.cancelable = 0;
@@ -593,7 +601,8 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
 {
     ngx_platform_pg_op_t  *op;
 
-    op = ev->data;
+    op = (ngx_platform_pg_op_t *)
+             ((u_char *) ev - offsetof(ngx_platform_pg_op_t, wait_timer));
 
     ngx_queue_remove(&op->queue);
     ngx_platform_pg_pool->nwaiting--;
@@ -642,7 +651,7 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     pc->state = ngx_platform_pg_connecting;
 
     pc->timer.handler = ngx_platform_pg_timer_handler;
-    pc->timer.data = pc;
+    pc->timer.data = &ngx_platform_pg_timer_conn;
     pc->timer.log = pool->log;
 
     /* libpq: consider the first state PGRES_POLLING_WRITING */
@@ -1151,7 +1160,8 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
 {
     ngx_platform_pg_conn_t  *pc;
 
-    pc = ev->data;
+    pc = (ngx_platform_pg_conn_t *)
+             ((u_char *) ev - offsetof(ngx_platform_pg_conn_t, timer));
 
     switch (pc->state) {
 
@@ -1751,6 +1761,8 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
 
     pool->conf = pmcf;
     pool->log = cycle->log;
+
+    ngx_platform_pg_timer_conn.fd = (ngx_socket_t) -1;
 
     ngx_queue_init(&pool->idle);
     ngx_queue_init(&pool->busy);
