@@ -521,7 +521,8 @@ ngx_platform_metrics_gauges_timer(ngx_event_t *ev)
 void
 ngx_platform_metrics_init_process(void)
 {
-    static ngx_event_t  ev;
+    static ngx_event_t       ev;
+    static ngx_connection_t  dummy;
 
     ngx_platform_metrics_gauges();
 
@@ -530,6 +531,10 @@ ngx_platform_metrics_init_process(void)
     }
 
     /* cancelable: it must not hold up a graceful exit */
+
+    /* nginx's timer debug lines read the data as a connection */
+    dummy.fd = (ngx_socket_t) -1;
+    ev.data = &dummy;
 
     ev.handler = ngx_platform_metrics_gauges_timer;
     ev.log = ngx_cycle->log;
