@@ -69,7 +69,8 @@ Creates a temp directory and the test's own database, cloned from the
 template (C<CREATE DATABASE t_... TEMPLATE platform_template>), and picks a
 free port. Options: C<workers> (worker_processes, default 1),
 C<log_level> (error_log level, default C<info>), C<main> (extra text for
-the main context), C<db> (0: no database of its own).
+the main context), C<events> (extra text for the events block, e.g.
+C<use poll;>), C<db> (0: no database of its own).
 
 =item $t->write_config($http_snippet, %opts)
 
@@ -80,7 +81,7 @@ C<platform_redis> (the suite's Redis) unless the snippet sets them itself,
 then the snippet. Placeholders in the snippet: C<%%PORT%%> (the listen
 port), C<%%PORT_2%%> ... (more free ports, see C<port>), C<%%PG%%> (the
 test's conninfo), C<%%REDIS%%> (C<127.0.0.1:port> of the suite's Redis),
-C<%%TESTDIR%%>. C<%opts> as for C<new> (workers, log_level, main).
+C<%%TESTDIR%%>. C<%opts> as for C<new> (workers, log_level, main, events).
 
 =item $t->run([$http_snippet, %opts])
 
@@ -236,6 +237,7 @@ sub new {
         workers   => $opts{workers} // 1,
         log_level => $opts{log_level} // 'info',
         main      => $opts{main} // '',
+        events    => $opts{events} // '',
         ports     => [],
         private   => [],
         ignore    => [],
@@ -319,7 +321,7 @@ sub write_config {
     my $d = $self->{testdir};
 
     $self->{$_} = $opts{$_} for grep { exists $opts{$_} }
-        qw(workers log_level main);
+        qw(workers log_level main events);
 
     $snippet //= '';
     $snippet =~ s/%%PORT%%/$self->port(1)/ge;
@@ -356,6 +358,7 @@ $self->{main}
 
 events {
     worker_connections 1024;
+$self->{events}
 }
 
 http {
