@@ -17,15 +17,9 @@
 
 /*
  * The delivery order document of docs/api.md, built by the server. The
- * addresses are jsonb: read back through a fixed record so that the
- * document has its documented keys, compact, in a stable order.
+ * addresses come compact, with their documented keys in a fixed order,
+ * from columns computed when the row is written (migration 0005).
  */
-
-#define NGX_PLATFORM_TMS_ADDRESS(column)                                    \
-    "(SELECT row_to_json(a) FROM jsonb_to_record(" column ") AS a("         \
-    "address text, city text, state text, country text,"                   \
-    " \"postalCode\" text, latitude float8, longitude float8,"             \
-    " \"contactName\" text, \"contactPhone\" text))"
 
 static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
     { "platform_tms_delivery_order",
@@ -33,9 +27,8 @@ static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
       "SELECT row_to_json(x)::text FROM (SELECT o.id,"
       " o.order_number AS \"orderNumber\", o.status,"
       " o.tenant_id AS \"tenantId\", o.country_code AS \"countryCode\","
-      " " NGX_PLATFORM_TMS_ADDRESS("o.pickup_address") " AS \"pickupAddress\","
-      " " NGX_PLATFORM_TMS_ADDRESS("o.dropoff_address")
-      " AS \"dropOffAddress\","
+      " o.pickup_address_doc AS \"pickupAddress\","
+      " o.dropoff_address_doc AS \"dropOffAddress\","
       " CASE WHEN dr.id IS NOT NULL THEN"
       " (SELECT row_to_json(d) FROM (SELECT dr.id, dr.name, dr.phone,"
       " dr.vehicle_type AS \"vehicleType\", dr.status) d) END AS driver,"
