@@ -1692,7 +1692,7 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
     PQconninfoOption        *opt, *options;
     ngx_platform_pg_pool_t  *pool;
 
-    static u_char            statement_timeout[64];
+    static u_char            statement_timeout[128];
 
     /* parsed, and checked, when the configuration was read */
     options = pmcf->pg_options;
@@ -1740,11 +1740,19 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
         i++;
     }
 
-    /* the server ends statements that outlive the nginx-side timeout */
+    /*
+     * The server ends statements that outlive the nginx-side timeout.
+     * Every statement is prepared once per connection and selects by
+     * tenant and key through an index: its generic plan is the right one,
+     * and planning it again for each request's parameters (what the
+     * server does while a custom plan looks cheaper) costs more than the
+     * execution; a page of bank transfers ran at a third of its speed.
+     */
 
     if (!has_options) {
         p = ngx_snprintf(statement_timeout, sizeof(statement_timeout) - 1,
-                         "-c statement_timeout=%M -c TimeZone=UTC",
+                         "-c statement_timeout=%M -c TimeZone=UTC"
+                         " -c plan_cache_mode=force_generic_plan",
                          pmcf->pg_query_timeout);
         *p = '\0';
 
