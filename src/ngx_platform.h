@@ -412,7 +412,6 @@ ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 
 ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
-ngx_str_t *ngx_platform_client_addr(ngx_http_request_t *r);
 
 /* header and body filters: nginx's own error pages in the envelope */
 ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
@@ -427,10 +426,6 @@ ngx_int_t ngx_platform_check_query(ngx_http_request_t *r,
 /* the body as a JSON object matching the endpoint's fields: ctx->json */
 ngx_int_t ngx_platform_check_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-
-/* a string value of a field type: NGX_OK or NGX_DECLINED */
-ngx_int_t ngx_platform_check_string(ngx_platform_field_t *field,
-    ngx_str_t *value);
 
 
 /* ngx_platform_json.c: the envelope writer and responses */
@@ -486,9 +481,6 @@ const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
 /* nginx -t: every message of an Envelope A family has a French text */
 char *ngx_platform_check_texts(ngx_conf_t *cf,
     ngx_platform_family_t *family);
-
-/* a JSON string literal of len bytes; dst needs 6 * len + 2 */
-u_char *ngx_platform_json_escape(u_char *dst, u_char *src, size_t len);
 
 
 /* ngx_platform_op.c: operation runners and the outcomes of backends */

@@ -1230,13 +1230,6 @@ ngx_platform_is_uuid(ngx_str_t *s)
 }
 
 
-ngx_str_t *
-ngx_platform_client_addr(ngx_http_request_t *r)
-{
-    return &r->connection->addr_text;
-}
-
-
 /*
  * Errors nginx answers itself in a module location (a body over
  * client_max_body_size, a malformed chunked body, limit_except, ...) are

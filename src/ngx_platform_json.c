@@ -25,6 +25,8 @@ static const char *ngx_platform_find_text(ngx_platform_text_t *t,
     const char *en);
 static char *ngx_platform_check_text(ngx_conf_t *cf,
     ngx_platform_family_t *family, const char *en);
+static u_char *ngx_platform_json_escape(u_char *dst, u_char *src,
+    size_t len);
 
 
 #define ngx_platform_json_literal(p, s)                                    \
@@ -618,7 +620,7 @@ ngx_platform_status_text(ngx_uint_t status)
 
 /* a JSON string literal; dst needs 6 * len + 2 */
 
-u_char *
+static u_char *
 ngx_platform_json_escape(u_char *dst, u_char *src, size_t len)
 {
     u_char            c, *end;

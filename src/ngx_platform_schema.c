@@ -146,15 +146,6 @@ ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
-ngx_int_t
-ngx_platform_check_string(ngx_platform_field_t *field, ngx_str_t *value)
-{
-    ngx_platform_problem_e  problem;
-
-    return ngx_platform_check_type(field, value, &problem);
-}
-
-
 /* the body as a JSON object matching the endpoint's fields */
 
 ngx_int_t
