@@ -33,6 +33,8 @@ static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_otp_tenant_attempts(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
+static char *ngx_platform_parse_attempts(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t *attempts, time_t *window);
 static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
     void *data);
 
@@ -653,7 +655,6 @@ ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_platform_loc_conf_t *plcf = conf;
 
-    ngx_int_t   n;
     ngx_str_t  *value;
 
     if (plcf->otp_max_attempts != NGX_CONF_UNSET_UINT) {
@@ -662,25 +663,8 @@ ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    n = ngx_atoi(value[1].data, value[1].len);
-    if (n <= 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid number of attempts \"%V\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    plcf->otp_max_attempts = n;
-
-    plcf->otp_attempts_window = ngx_parse_time(&value[2], 1);
-    if (plcf->otp_attempts_window == (time_t) NGX_ERROR
-        || plcf->otp_attempts_window == 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid attempts window \"%V\"", &value[2]);
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
+    return ngx_platform_parse_attempts(cf, &value[1], &plcf->otp_max_attempts,
+                                       &plcf->otp_attempts_window);
 }
 
 
@@ -692,7 +676,6 @@ ngx_platform_otp_tenant_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_platform_loc_conf_t *plcf = conf;
 
-    ngx_int_t   n;
     ngx_str_t  *value;
 
     if (plcf->otp_tenant_attempts != NGX_CONF_UNSET_UINT) {
@@ -716,21 +699,33 @@ ngx_platform_otp_tenant_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    n = ngx_atoi(value[1].data, value[1].len);
+    return ngx_platform_parse_attempts(cf, &value[1],
+                                       &plcf->otp_tenant_attempts,
+                                       &plcf->otp_tenant_window);
+}
+
+
+/* "<number> <time>": attempts allowed in a window, both positive */
+
+static char *
+ngx_platform_parse_attempts(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t *attempts, time_t *window)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(value[0].data, value[0].len);
     if (n <= 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid number of attempts \"%V\"", &value[1]);
+                           "invalid number of attempts \"%V\"", &value[0]);
         return NGX_CONF_ERROR;
     }
 
-    plcf->otp_tenant_attempts = n;
+    *attempts = n;
 
-    plcf->otp_tenant_window = ngx_parse_time(&value[2], 1);
-    if (plcf->otp_tenant_window == (time_t) NGX_ERROR
-        || plcf->otp_tenant_window == 0)
-    {
+    *window = ngx_parse_time(&value[1], 1);
+    if (*window == (time_t) NGX_ERROR || *window == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid attempts window \"%V\"", &value[2]);
+                           "invalid attempts window \"%V\"", &value[1]);
         return NGX_CONF_ERROR;
     }
 
