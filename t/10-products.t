@@ -52,7 +52,7 @@ is_deeply($r->{json}, { classifications => [
     { group => 'Tubers', tags => [qw(yam cassava)] },
 ] }, 'groups in position then name order, tags kept');
 ok(!exists $r->{json}{status}, 'no envelope on success');
-ok(compact($r->{content}), 'compact JSON');
+is(Platform::Test::loose_json($r->{content}), '', 'compact JSON');
 is($r->{headers}{'cache-control'}, 'public, max-age=120', 'cache control');
 like($r->{headers}{etag}, qr/^"[0-9a-f]{32}"$/, 'strong etag');
 like($r->{headers}{'x-request-id'}, qr/^[0-9a-f]{32}$/, 'request id');
@@ -148,12 +148,6 @@ $r = $t->request('GET', '/api/v1/products/classifications',
                  headers => { 'X-Request-Id' => 'bad id with spaces' });
 like($r->{headers}{'x-request-id'}, qr/^[0-9a-f]{32}$/,
      'insane request id replaced');
-
-# the body is compact JSON: no white space outside strings
-sub compact {
-    (my $outside = shift) =~ s/"(?:[^"\\]|\\.)*"//g;
-    return $outside !~ /\s/;
-}
 
 $t->done;
 done_testing;

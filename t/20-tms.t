@@ -76,7 +76,8 @@ is($d->{currency}, 'NGN', 'currency');
 like($d->{assignedAt}, qr/^2026-01-02T10:00:00(\+00:00|Z)/, 'assignedAt');
 like($d->{createdAt}, qr/^2026-01-01T09:00:00/, 'createdAt');
 like($d->{updatedAt}, qr/^2026-01-02T10:00:00/, 'updatedAt');
-ok(compact($r->{content}), 'the document is compact JSON');
+is(Platform::Test::loose_json($r->{content}), '',
+   'the document is compact JSON');
 
 $r = $t->request('GET', "/tms/delivery-orders/$bare",
                  headers => { tenantId => 'tenant-a', countryCode => 'GH' });
@@ -145,12 +146,6 @@ is($r->{json}{status}, JSON::PP::false, 'Envelope B on unknown path');
 
 $r = $t->request('GET', "/tms/delivery-orders/$order/", headers => \%a);
 is($r->{status}, 200, 'trailing slash tolerated');
-
-# the body is compact JSON: no white space outside strings
-sub compact {
-    (my $outside = shift) =~ s/"(?:[^"\\]|\\.)*"//g;
-    return $outside !~ /\s/;
-}
 
 $t->done;
 done_testing;

@@ -43,13 +43,9 @@ INSERT INTO invoice_tax_settings (id, tenant_id, name, rate) VALUES
     ('$levy', 'tenant-a', 'Levy', 1);
 SQL
 
-my $secret = Platform::JWT::secret($k->{hs256});
-
 sub token {
     my ($tenant) = @_;
-    return Platform::JWT::sign(alg => 'HS256', key => $secret, claims => {
-        sub => 'user-1', tenantId => $tenant // 'tenant-a',
-        exp => int(time) + 600 });
+    return Platform::JWT::hs256($k, tenantId => $tenant // 'tenant-a');
 }
 
 # a request; query: the query string (undef: none), id: TaxSettingId=id

@@ -10,7 +10,6 @@ use warnings;
 use utf8;
 
 use lib 't/lib';
-use B ();
 use Test::More;
 use Platform::Test;
 use Platform::JWT;
@@ -76,13 +75,9 @@ SQL
 my @order = map { $_->{id} }
             sort { $a->{days} <=> $b->{days} || $a->{id} cmp $b->{id} } @a;
 
-my $secret = Platform::JWT::secret($k->{hs256});
-
 sub token {
     my ($tenant) = @_;
-    return Platform::JWT::sign(alg => 'HS256', key => $secret, claims => {
-        sub => 'user-1', tenantId => $tenant // 'tenant-a',
-        exp => int(time) + 600 });
+    return Platform::JWT::hs256($k, tenantId => $tenant // 'tenant-a');
 }
 
 sub list {
@@ -97,33 +92,6 @@ sub list {
                        defined $o{body} ? (body => $o{body}) : ());
 }
 
-sub json_type {
-    my ($v) = @_;
-    return 'null' unless defined $v;
-    return 'bool' if JSON::PP::is_bool($v);
-    return ref $v if ref $v;
-    my $f = B::svref_2object(\$v)->FLAGS;
-    return ($f & (B::SVp_IOK | B::SVp_NOK)) && !($f & B::SVp_POK)
-        ? 'number' : 'string';
-}
-
-# whitespace outside JSON strings, or '' when there is none
-sub loose_json {
-    my ($text) = @_;
-    my $in = 0;
-    for (my $i = 0; $i < length $text; $i++) {
-        my $c = substr($text, $i, 1);
-        if ($in) {
-            if ($c eq '\\') { $i++; next; }
-            $in = 0 if $c eq '"';
-        } elsif ($c eq '"') {
-            $in = 1;
-        } elsif ($c =~ /\s/) {
-            return substr($text, $i > 10 ? $i - 10 : 0, 20);
-        }
-    }
-    return '';
-}
 
 sub ids { [ map { $_->{id} } @{$_[0]{json}{data} // []} ] }
 
@@ -138,7 +106,8 @@ sub page_ok {
     is($r->{json}{pageNumber}, $number, "$name: pageNumber");
     is($r->{json}{pageSize}, $size, "$name: pageSize");
     is($r->{json}{total}, $total, "$name: total");
-    is(json_type($r->{json}{$_}), 'number', "$name: $_ a number")
+    is(Platform::Test::json_type($r->{json}{$_}), 'number',
+       "$name: $_ a number")
         for qw(pageNumber pageSize total);
     is_deeply(ids($r), $ids, "$name: the transfers, in order");
 }
@@ -164,7 +133,7 @@ is($r->{headers}{'content-type'}, 'application/json; charset=utf-8',
 is($r->{headers}{'content-language'}, 'en', 'Content-Language en');
 like($r->{headers}{'x-request-id'}, qr/^[0-9a-f]{32}$/, 'X-Request-Id');
 is($r->{json}{message}, 'Bank transfers retrieved.', 'message');
-is(loose_json($r->{content}), '', 'the body is compact');
+is(Platform::Test::loose_json($r->{content}), '', 'the body is compact');
 
 # the ties: 5 to 8 share a date, inserted in reverse order
 is_deeply([ @order[4 .. 7] ],
@@ -198,7 +167,7 @@ page_ok(list(query => 'PageSize=5&Other=x&pagesize=99'), 1, 5, 25,
 
 $r = list(query => 'PageSize=1');
 my $d = $r->{json}{data}[0];
-my %types = map { $_ => json_type($d->{$_}) } keys %$d;
+my %types = map { $_ => Platform::Test::json_type($d->{$_}) } keys %$d;
 is_deeply(\%types, {
     id => 'string', reference => 'string', amount => 'number',
     account => 'HASH', beneficiary => 'HASH', status => 'string',
@@ -225,7 +194,7 @@ is($d->{currency}, 'NGN', 'currency');
 
 $r = list(tenant => 'tenant-b');
 page_ok($r, 1, 10, 3, \@b, "tenant-b: its own three, not tenant-a's");
-is(loose_json($r->{content}), '',
+is(Platform::Test::loose_json($r->{content}), '',
    'compact, with separators and spaces inside strings');
 $d = $r->{json}{data}[0];
 is($d->{reference}, 'INV 7, "Q2": paid', 'a reference with quotes');

@@ -81,8 +81,8 @@ sub uuidish {
     my $r = rand;
     return $u if $r < 0.3;
     return uc $u if $r < 0.4;
-    substr($u, int rand length $u, 1) = ('g', '-', '%2F', '%00', 'Z')[int rand 5]
-        if $r < 0.8;
+    substr($u, int rand length $u, 1) =
+        ('g', '-', '%2F', '%00', 'Z')[int rand 5] if $r < 0.8;
     return $r < 0.9 ? $u . value() : value();
 }
 

@@ -289,6 +289,15 @@ sub sign {
     return "$input." . b64url(signature($how, $o{key}, $input));
 }
 
+# hs256($keys, %claims): a valid HS256 token of the keys' secret for
+# tenant-a, user-1, expiring in ten minutes; claims given replace those
+sub hs256 {
+    my ($keys, %claims) = @_;
+    return sign(alg => 'HS256', key => secret($keys->{hs256}),
+                claims => { sub => 'user-1', tenantId => 'tenant-a',
+                            exp => int(time) + 600, %claims });
+}
+
 # signature($alg, $key, $input): raw signature bytes
 sub signature {
     my ($alg, $key, $input) = @_;

@@ -184,6 +184,16 @@ Lines of the error log matching the pattern do not count in the final check.
 Polls the sub every 20 ms until it returns true; returns its value, or false
 after C<$seconds> (default 5).
 
+=item Platform::Test::loose_json($text)
+
+Where a JSON text has white space outside its strings: twenty characters
+around the first, or '' for a compact body.
+
+=item Platform::Test::json_type($value)
+
+What JSON::PP decoded a value from: 'number', 'string', 'bool', 'null' or
+a reference type.
+
 =item $t->done
 
 Call before done_testing. Stops nginx and the private servers, adds the test
@@ -206,6 +216,7 @@ use File::Basename qw(dirname);
 use File::Spec;
 use IO::Socket::INET;
 use HTTP::Tiny;
+use B ();
 use JSON::PP ();
 use POSIX ();
 use Scalar::Util ();
@@ -282,6 +293,36 @@ sub new {
     Scalar::Util::weaken($live{"$self"});
     return $self;
 }
+
+### JSON bodies
+
+sub loose_json {
+    my ($text) = @_;
+    my $in = 0;
+    for (my $i = 0; $i < length $text; $i++) {
+        my $c = substr($text, $i, 1);
+        if ($in) {
+            if ($c eq '\\') { $i++; next; }
+            $in = 0 if $c eq '"';
+        } elsif ($c eq '"') {
+            $in = 1;
+        } elsif ($c =~ /\s/) {
+            return substr($text, $i > 10 ? $i - 10 : 0, 20);
+        }
+    }
+    return '';
+}
+
+sub json_type {
+    my ($v) = @_;
+    return 'null' unless defined $v;
+    return 'bool' if JSON::PP::is_bool($v);
+    return ref $v if ref $v;
+    my $f = B::svref_2object(\$v)->FLAGS;
+    return ($f & (B::SVp_IOK | B::SVp_NOK)) && !($f & B::SVp_POK)
+        ? 'number' : 'string';
+}
+
 
 sub testdir { $_[0]{testdir} }
 sub db { $_[0]{db} }
