@@ -419,6 +419,13 @@ ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
 
 /* ngx_platform_schema.c: the one validator of declared inputs */
 
+/*
+ * The typed path captures in ctx->args: NGX_OK, or 400 with the
+ * endpoint's invalid texts, else naming the capture
+ */
+ngx_int_t ngx_platform_check_captures(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+
 /* the query arguments of the endpoint into ctx->args: NGX_OK or 400 */
 ngx_int_t ngx_platform_check_query(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);

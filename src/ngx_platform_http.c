@@ -40,8 +40,6 @@ static ngx_int_t ngx_platform_add_allow(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_endpoint_t *ep);
 static ngx_int_t ngx_platform_check_inputs(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static ngx_int_t ngx_platform_check_captures(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_check_content_type(ngx_http_request_t *r);
 static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
@@ -765,54 +763,6 @@ ngx_platform_check_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     return ngx_platform_check_query(r, ctx);
-}
-
-
-/* typed path captures: 400 in the endpoint's words */
-
-static ngx_int_t
-ngx_platform_check_captures(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
-{
-    u_char                   *p;
-    ngx_uint_t                i, n;
-    ngx_platform_route_t     *route;
-    ngx_platform_segment_t   *s;
-    ngx_platform_endpoint_t  *ep;
-
-    route = ctx->route;
-    ep = ctx->endpoint;
-    n = 0;
-
-    for (i = 0; i < route->nsegments; i++) {
-        s = &route->segments[i];
-
-        if (s->literal.len || s->version) {
-            continue;
-        }
-
-        if (s->type == NGX_PLATFORM_T_UUID
-            && !ngx_platform_is_uuid(&ctx->args[n]))
-        {
-            if (ep->invalid) {
-                return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
-                                         ep->invalid, ep->invalid_detail);
-            }
-
-            p = ngx_pnalloc(r->pool, s->name.len + sizeof(" must be a uuid."));
-            if (p == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-
-            ngx_sprintf(p, "%V must be a uuid.%Z", &s->name);
-
-            return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
-                                     (char *) p);
-        }
-
-        n++;
-    }
-
-    return NGX_OK;
 }
 
 

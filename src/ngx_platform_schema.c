@@ -84,6 +84,45 @@ static void ngx_platform_json_decref(void *data);
 
 
 ngx_int_t
+ngx_platform_check_captures(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_uint_t               i, n;
+    ngx_platform_field_t     field;
+    ngx_platform_segment_t  *s;
+    ngx_platform_problem_e   problem;
+
+    ngx_memzero(&field, sizeof(ngx_platform_field_t));
+    n = 0;
+
+    for (i = 0; i < ctx->route->nsegments; i++) {
+        s = &ctx->route->segments[i];
+
+        if (s->literal.len || s->version) {
+            continue;
+        }
+
+        field.type = s->type;
+
+        if (ngx_platform_check_type(&field, &ctx->args[n], &problem)
+            != NGX_OK)
+        {
+            if (ctx->endpoint->invalid) {
+                return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                         ctx->endpoint->invalid,
+                                         ctx->endpoint->invalid_detail);
+            }
+
+            return ngx_platform_field_fail(r, ctx, &s->name, &field, problem);
+        }
+
+        n++;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
 ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     u_char                  *dst, *src;
