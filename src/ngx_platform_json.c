@@ -16,8 +16,7 @@
 #include "ngx_platform_op.h"
 
 
-static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_error_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t status);
 static const char *ngx_platform_status_text(ngx_uint_t status);
@@ -317,17 +316,10 @@ ngx_platform_error_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 ngx_int_t
 ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status)
 {
-    ngx_int_t            rc;
-    ngx_platform_ctx_t  *ctx;
+    ngx_int_t  rc;
 
-    ctx = ngx_platform_get_ctx(r);
-
-    if (ctx) {
-        ctx->answered = 1;
-
-        if (ngx_platform_common_headers(r, ctx) != NGX_OK) {
-            return NGX_ERROR;
-        }
+    if (ngx_platform_common_headers(r) != NGX_OK) {
+        return NGX_ERROR;
     }
 
     r->headers_out.status = status;
@@ -358,10 +350,9 @@ ngx_int_t
 ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *type, u_char *body, size_t len)
 {
-    ngx_int_t            rc;
-    ngx_buf_t           *b;
-    ngx_chain_t          out;
-    ngx_platform_ctx_t  *ctx;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
 
     if (r->header_sent) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
@@ -369,14 +360,8 @@ ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
         return NGX_ERROR;
     }
 
-    ctx = ngx_platform_get_ctx(r);
-
-    if (ctx) {
-        ctx->answered = 1;
-
-        if (ngx_platform_common_headers(r, ctx) != NGX_OK) {
-            return NGX_ERROR;
-        }
+    if (ngx_platform_common_headers(r) != NGX_OK) {
+        return NGX_ERROR;
     }
 
     r->headers_out.status = status;
@@ -416,10 +401,24 @@ ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
+/*
+ * Every response of the module: marked answered (the error page filter
+ * leaves it alone), with X-Request-Id and, for Envelope A,
+ * Content-Language
+ */
+
 static ngx_int_t
-ngx_platform_common_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+ngx_platform_common_headers(ngx_http_request_t *r)
 {
-    ngx_str_t  lang;
+    ngx_str_t            lang;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_OK;
+    }
+
+    ctx->answered = 1;
 
     if (ngx_platform_add_header(r, "X-Request-Id", &ctx->request_id)
         != NGX_OK)
