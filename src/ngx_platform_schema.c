@@ -74,6 +74,9 @@ static ngx_int_t ngx_platform_check_value(ngx_http_request_t *r,
     ngx_str_t *name, ngx_uint_t depth);
 static ngx_int_t ngx_platform_check_type(ngx_platform_field_t *field,
     ngx_str_t *value, ngx_platform_problem_e *problem);
+static ngx_int_t ngx_platform_check_bounds(ngx_platform_field_t *field,
+    double v, ngx_platform_problem_e below, ngx_platform_problem_e above,
+    ngx_platform_problem_e *problem);
 static ngx_int_t ngx_platform_check_integer(ngx_str_t *value,
     int64_t *n);
 static ngx_int_t ngx_platform_check_date(u_char *p, u_char *end,
@@ -335,14 +338,11 @@ ngx_platform_check_value(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
         d = json_number_value(value);
 
-        if ((field->flags & NGX_PLATFORM_F_MIN) && d < field->min) {
-            return ngx_platform_field_fail(r, ctx, name, field,
-                                           ngx_platform_problem_min);
-        }
-
-        if ((field->flags & NGX_PLATFORM_F_MAX) && d > field->max) {
-            return ngx_platform_field_fail(r, ctx, name, field,
-                                           ngx_platform_problem_max);
+        if (ngx_platform_check_bounds(field, d, ngx_platform_problem_min,
+                                      ngx_platform_problem_max, &problem)
+            != NGX_OK)
+        {
+            return ngx_platform_field_fail(r, ctx, name, field, problem);
         }
 
         return NGX_OK;
@@ -368,14 +368,11 @@ ngx_platform_check_value(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
         len = json_array_size(value);
 
-        if ((field->flags & NGX_PLATFORM_F_MIN) && len < field->min) {
-            return ngx_platform_field_fail(r, ctx, name, field,
-                                           ngx_platform_problem_min);
-        }
-
-        if ((field->flags & NGX_PLATFORM_F_MAX) && len > field->max) {
-            return ngx_platform_field_fail(r, ctx, name, field,
-                                           ngx_platform_problem_max);
+        if (ngx_platform_check_bounds(field, len, ngx_platform_problem_min,
+                                      ngx_platform_problem_max, &problem)
+            != NGX_OK)
+        {
+            return ngx_platform_field_fail(r, ctx, name, field, problem);
         }
 
         if (field->items == NULL || depth >= NGX_PLATFORM_SCHEMA_DEPTH) {
@@ -543,28 +540,33 @@ ngx_platform_check_type(ngx_platform_field_t *field, ngx_str_t *value,
     default: /* NGX_PLATFORM_T_STRING */
         len = ngx_platform_utf8_length(value->data, value->len);
 
-        if ((field->flags & NGX_PLATFORM_F_MIN) && len < field->min) {
-            *problem = ngx_platform_problem_shorter;
-            return NGX_DECLINED;
-        }
-
-        if ((field->flags & NGX_PLATFORM_F_MAX) && len > field->max) {
-            *problem = ngx_platform_problem_longer;
-            return NGX_DECLINED;
-        }
-
-        return NGX_OK;
+        return ngx_platform_check_bounds(field, len,
+                                         ngx_platform_problem_shorter,
+                                         ngx_platform_problem_longer,
+                                         problem);
     }
 
     /* numbers given as text: their bounds */
 
-    if ((field->flags & NGX_PLATFORM_F_MIN) && d < field->min) {
-        *problem = ngx_platform_problem_min;
+    return ngx_platform_check_bounds(field, d, ngx_platform_problem_min,
+                                     ngx_platform_problem_max, problem);
+}
+
+
+/* F_MIN and F_MAX: a number's value, a string's or an array's length */
+
+static ngx_int_t
+ngx_platform_check_bounds(ngx_platform_field_t *field, double v,
+    ngx_platform_problem_e below, ngx_platform_problem_e above,
+    ngx_platform_problem_e *problem)
+{
+    if ((field->flags & NGX_PLATFORM_F_MIN) && v < field->min) {
+        *problem = below;
         return NGX_DECLINED;
     }
 
-    if ((field->flags & NGX_PLATFORM_F_MAX) && d > field->max) {
-        *problem = ngx_platform_problem_max;
+    if ((field->flags & NGX_PLATFORM_F_MAX) && v > field->max) {
+        *problem = above;
         return NGX_DECLINED;
     }
 
