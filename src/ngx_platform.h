@@ -96,12 +96,16 @@ typedef struct ngx_platform_route_s     ngx_platform_route_t;
 #define NGX_PLATFORM_T_ENUM          8      /* a string among values */
 #define NGX_PLATFORM_T_DATE          9      /* ISO 8601 YYYY-MM-DD */
 #define NGX_PLATFORM_T_DATETIME      10     /* ISO 8601 date or date-time */
+#define NGX_PLATFORM_T_IBAN          11     /* ISO 13616, "" allowed */
+#define NGX_PLATFORM_T_BIC           12     /* ISO 9362, "" allowed */
 
 /* flags of a field */
 #define NGX_PLATFORM_F_REQUIRED      0x01
 #define NGX_PLATFORM_F_NULLABLE      0x02   /* null is accepted */
 #define NGX_PLATFORM_F_MIN           0x04   /* min applies */
 #define NGX_PLATFORM_F_MAX           0x08   /* max applies */
+#define NGX_PLATFORM_F_TRIM          0x10   /* length counted trimmed */
+#define NGX_PLATFORM_F_UNIQUE        0x20   /* array items: once each */
 
 
 /* counters of the metrics zone */
@@ -152,6 +156,10 @@ typedef struct {
     /* entries of each per-worker authentication cache */
     ngx_uint_t                 auth_cache_size;
 
+    /* platform_thread_pool: large bodies are parsed there; "off": none */
+    ngx_str_t                  thread_pool_name;
+    void                      *thread_pool;     /* ngx_thread_pool_t */
+
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
 
@@ -172,6 +180,9 @@ typedef struct {
     /* OTP: failed attempts allowed per tenant, all clients; 0: no ceiling */
     ngx_uint_t                 otp_tenant_attempts;
     time_t                     otp_tenant_window;
+
+    /* person documents: largest decoded content accepted (else 413) */
+    size_t                     document_max_size;
 
     /* Cache-Control max-age of cacheable reads (classifications) */
     time_t                     cache_max_age;
@@ -415,6 +426,23 @@ ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
 
 /* header and body filters: nginx's own error pages in the envelope */
 ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
+
+
+/*
+ * Work that would hold the event loop for more than a few milliseconds
+ * (a large body's parse, a document's decoding and digest) runs in the
+ * thread pool of platform_thread_pool. work runs in a thread: it may use
+ * only memory given to it in data (allocated beforehand, for instance in
+ * the request pool), malloc-based libraries such as Jansson and
+ * OpenSSL, and must not touch the request, its pool or nginx's log. done
+ * runs afterwards in the worker, with the request, and returns what a
+ * handler returns. Without a thread pool work runs at once, inline.
+ * Returns NGX_DONE or what done returned, for the handler to return.
+ */
+typedef void (*ngx_platform_work_pt)(void *data);
+
+ngx_int_t ngx_platform_offload(ngx_http_request_t *r,
+    ngx_platform_work_pt work, void *data, ngx_platform_handler_pt done);
 
 
 /* ngx_platform_schema.c: the one validator of declared inputs */

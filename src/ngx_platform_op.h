@@ -34,6 +34,8 @@
 #define NGX_PLATFORM_ANSWER_EMPTY     2  /* a row: 200 with no body */
 #define NGX_PLATFORM_ANSWER_PAGE      3  /* a row: page number, page size,
                                             total, data (paged Envelope A) */
+#define NGX_PLATFORM_ANSWER_CHECKED   4  /* a row: a refusal, NULL when none,
+                                            then data */
 
 
 struct ngx_platform_sql_s {
@@ -55,6 +57,14 @@ struct ngx_platform_sql_s {
     ngx_uint_t                 reference;
     const char                *reference_message;
     const char                *reference_detail;
+
+    /*
+     * ANSWER_CHECKED: a refusal is 400 with this message and this detail,
+     * whose "%s" is replaced by the refusal's text (say, the offending
+     * field and value)
+     */
+    const char                *refused;
+    const char                *refused_detail;
 };
 
 
