@@ -37,7 +37,7 @@ static ngx_platform_sql_t  ngx_platform_persons_account = {
       " FROM person_accounts"
       " WHERE id = $1::uuid AND tenant_id = $2) a",
 
-      2 },
+      2, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT },
     NGX_PLATFORM_ANSWER_DOCUMENT,
@@ -45,7 +45,8 @@ static ngx_platform_sql_t  ngx_platform_persons_account = {
     "Person account retrieved.",
     "Person account not found.",
     "No person account with this id exists.",
-    NULL, NULL, 0, NULL, NULL
+    NULL, NULL, 0, NULL, NULL,
+    NULL, NULL
 };
 
 

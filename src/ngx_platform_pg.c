@@ -62,6 +62,7 @@ typedef struct {
     ngx_platform_pg_stmt_t      *stmt;
     char                       **values;
     int                         *lengths;
+    int                         *formats;    /* NULL: all text */
 } ngx_platform_pg_call_t;
 
 
@@ -464,6 +465,10 @@ ngx_platform_pg_params_size(ngx_platform_pg_stmt_t *stmt, ngx_str_t *params)
 
     size = stmt->nparams * (sizeof(char *) + sizeof(int));
 
+    if (stmt->binary) {
+        size += stmt->nparams * sizeof(int);
+    }
+
     for (i = 0; i < stmt->nparams; i++) {
         size += params[i].len + 1;
     }
@@ -485,6 +490,7 @@ ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
     call->stmt = stmt;
     call->values = NULL;
     call->lengths = NULL;
+    call->formats = NULL;
 
     if (n == 0) {
         return p;
@@ -498,7 +504,16 @@ ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
     call->lengths = (int *) p;
     p += n * sizeof(int);
 
+    if (stmt->binary) {
+        call->formats = (int *) p;
+        p += n * sizeof(int);
+    }
+
     for (i = 0; i < n; i++) {
+
+        if (call->formats) {
+            call->formats[i] = (stmt->binary >> i) & 1;
+        }
 
         if (params[i].data == NULL) {
             call->values[i] = NULL;
@@ -968,7 +983,7 @@ ngx_platform_pg_send(ngx_platform_pg_conn_t *pc)
         rc = PQsendQueryPrepared(pc->conn, call->stmt->name,
                                  call->stmt->nparams,
                                  (const char * const *) call->values,
-                                 call->lengths, NULL, 0);
+                                 call->lengths, call->formats, 0);
     }
 
     if (rc == 0) {
@@ -1034,7 +1049,7 @@ ngx_platform_pg_send_batch(ngx_platform_pg_conn_t *pc)
         if (PQsendQueryPrepared(pc->conn, call->stmt->name,
                                 call->stmt->nparams,
                                 (const char * const *) call->values,
-                                call->lengths, NULL, 0)
+                                call->lengths, call->formats, 0)
             == 0)
         {
             return NGX_ERROR;

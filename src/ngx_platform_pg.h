@@ -48,7 +48,7 @@ typedef void (*ngx_platform_pg_handler_pt)(void *data,
 
 /*
  * Runs stmt with params (stmt->nparams of them; a param with NULL data is
- * SQL NULL, text format). pool is the caller's (a request's): when it is
+ * SQL NULL; text unless stmt->binary says otherwise). pool is the caller's (a request's): when it is
  * destroyed the operation is detached and finishes as an orphan, its
  * result dropped; log names the caller in the operation's log lines while
  * it is attached. Returns NGX_DONE when the handler will be called (never

@@ -41,7 +41,7 @@ static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
       " WHERE o.id = $1::uuid AND o.tenant_id = $2 AND o.country_code = $3"
       ") x",
 
-      3 },
+      3, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY },
     NGX_PLATFORM_ANSWER_DOCUMENT,
@@ -49,7 +49,8 @@ static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
     "Delivery order retrieved.",
     "Delivery order not found.",
     "No delivery order with this id exists.",
-    NULL, NULL, 0, NULL, NULL
+    NULL, NULL, 0, NULL, NULL,
+    NULL, NULL
 };
 
 
