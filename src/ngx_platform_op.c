@@ -25,6 +25,8 @@ static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
     ngx_platform_sql_t *sql, PGresult *res);
 static ngx_int_t ngx_platform_sql_missing(ngx_http_request_t *r,
     ngx_platform_sql_t *sql);
+static ngx_int_t ngx_platform_sql_refuse(ngx_http_request_t *r,
+    ngx_platform_sql_t *sql, PGresult *res);
 static ngx_uint_t ngx_platform_sqlstate_is(char *state, char *prefix);
 
 
@@ -201,6 +203,23 @@ ngx_platform_sql_answer(ngx_http_request_t *r, ngx_platform_sql_t *sql,
         /* the envelope is written into the request pool: res may go */
         return ngx_platform_answer(r, NGX_HTTP_OK, sql->ok, NULL, &data);
 
+    case NGX_PLATFORM_ANSWER_CHECKED:
+        if (PQnfields(res) != 2) {
+            break;
+        }
+
+        if (!PQgetisnull(res, 0, 0)) {
+            return ngx_platform_sql_refuse(r, sql, res);
+        }
+
+        if (PQgetisnull(res, 0, 1)) {
+            return ngx_platform_sql_missing(r, sql);
+        }
+
+        return ngx_platform_send_ok(r, sql->ok,
+                                    (u_char *) PQgetvalue(res, 0, 1),
+                                    PQgetlength(res, 0, 1));
+
     default: /* NGX_PLATFORM_ANSWER_DOCUMENT */
         if (PQgetisnull(res, 0, 0)) {
             return ngx_platform_sql_missing(r, sql);
@@ -226,6 +245,56 @@ ngx_platform_sql_missing(ngx_http_request_t *r, ngx_platform_sql_t *sql)
                              sql->missing ? sql->missing
                                           : "Resource not found.",
                              sql->missing_detail);
+}
+
+
+/*
+ * The statement refused the request, saying which input is at fault:
+ * 400 with the declared detail, in the request's language, the refusal's
+ * text in place of its "%s".
+ */
+
+static ngx_int_t
+ngx_platform_sql_refuse(ngx_http_request_t *r, ngx_platform_sql_t *sql,
+    PGresult *res)
+{
+    u_char              *p, *detail;
+    size_t               len, n;
+    ngx_str_t            refusal;
+    const char          *text, *pos;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    refusal.data = (u_char *) PQgetvalue(res, 0, 0);
+    refusal.len = ngx_min((size_t) PQgetlength(res, 0, 0), 256);
+
+    text = ngx_platform_text(ctx, sql->refused_detail ? sql->refused_detail
+                                                      : "%s");
+    len = ngx_strlen(text);
+
+    pos = ngx_strstr(text, "%s");
+    n = pos ? (size_t) (pos - text) : len;
+
+    /* the detail outlives res: it is written into the request pool */
+
+    detail = ngx_pnalloc(r->pool, len + refusal.len + 1);
+    if (detail == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(detail, text, n);
+
+    if (pos) {
+        p = ngx_cpymem(p, refusal.data, refusal.len);
+        p = ngx_cpymem(p, pos + 2, len - n - 2);
+    }
+
+    *p = '\0';
+
+    return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                             sql->refused ? sql->refused : "Bad request.",
+                             (char *) detail);
 }
 
 
