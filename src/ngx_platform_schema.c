@@ -14,6 +14,11 @@
 #include "ngx_platform.h"
 
 
+/* the whitespace that F_TRIM trims, as btrim(value, E' \t\r\n') does */
+#define ngx_platform_is_space(c)                                            \
+    ((c) == ' ' || (c) == '\t' || (c) == '\r' || (c) == '\n')
+
+
 /* deepest array nesting of fields the validator descends */
 #define NGX_PLATFORM_SCHEMA_DEPTH  4
 
@@ -35,7 +40,13 @@ typedef enum {
     ngx_platform_problem_min,
     ngx_platform_problem_max,
     ngx_platform_problem_shorter,
-    ngx_platform_problem_longer
+    ngx_platform_problem_longer,
+    ngx_platform_problem_repeated,
+    ngx_platform_problem_iban,
+    ngx_platform_problem_iban_country,
+    ngx_platform_problem_iban_length,
+    ngx_platform_problem_iban_check,
+    ngx_platform_problem_bic
 } ngx_platform_problem_e;
 
 
@@ -59,7 +70,55 @@ static ngx_platform_text_t  ngx_platform_problems[] = {
     { "%s must be at least %s characters long.",
       "%s doit compter au moins %s caractères." },
     { "%s must be at most %s characters long.",
-      "%s doit compter au plus %s caractères." }
+      "%s doit compter au plus %s caractères." },
+    { "%s appears more than once.", "%s apparaît plus d'une fois." },
+    { "%s must be an IBAN in electronic format: upper case letters and "
+      "digits, no spaces.",
+      "%s doit être un IBAN au format électronique : lettres majuscules et "
+      "chiffres, sans espaces." },
+    { "%s does not start with the code of a country that uses IBANs.",
+      "%s ne commence pas par le code d'un pays qui utilise l'IBAN." },
+    { "%s does not have the length of an IBAN of its country.",
+      "%s n'a pas la longueur d'un IBAN de son pays." },
+    { "%s fails the IBAN check digits (ISO 13616, mod 97).",
+      "%s échoue au contrôle de l'IBAN (ISO 13616, modulo 97)." },
+    { "%s must be a BIC (ISO 9362): 8 or 11 upper case letters and digits, "
+      "the first six letters.",
+      "%s doit être un BIC (ISO 9362) : 8 ou 11 lettres majuscules et "
+      "chiffres, dont six lettres au début." }
+};
+
+
+/*
+ * IBAN lengths by country, ISO 13616 (the SWIFT IBAN registry), sorted
+ * by country code
+ */
+
+typedef struct {
+    char                       country[3];
+    u_char                     length;
+} ngx_platform_iban_country_t;
+
+
+static ngx_platform_iban_country_t  ngx_platform_iban_countries[] = {
+    { "AD", 24 }, { "AE", 23 }, { "AL", 28 }, { "AT", 20 }, { "AZ", 28 },
+    { "BA", 20 }, { "BE", 16 }, { "BG", 22 }, { "BH", 22 }, { "BI", 27 },
+    { "BR", 29 }, { "BY", 28 }, { "CH", 21 }, { "CR", 22 }, { "CY", 28 },
+    { "CZ", 24 }, { "DE", 22 }, { "DJ", 27 }, { "DK", 18 }, { "DO", 28 },
+    { "EE", 20 }, { "EG", 29 }, { "ES", 24 }, { "FI", 18 }, { "FK", 18 },
+    { "FO", 18 }, { "FR", 27 }, { "GB", 22 }, { "GE", 22 }, { "GI", 23 },
+    { "GL", 18 }, { "GR", 27 }, { "GT", 28 }, { "HN", 28 }, { "HR", 21 },
+    { "HU", 28 }, { "IE", 22 }, { "IL", 23 }, { "IQ", 23 }, { "IS", 26 },
+    { "IT", 27 }, { "JO", 30 }, { "KW", 30 }, { "KZ", 20 }, { "LB", 28 },
+    { "LC", 32 }, { "LI", 21 }, { "LT", 20 }, { "LU", 20 }, { "LV", 21 },
+    { "LY", 25 }, { "MC", 27 }, { "MD", 24 }, { "ME", 22 }, { "MK", 19 },
+    { "MN", 20 }, { "MR", 27 }, { "MT", 31 }, { "MU", 30 }, { "NI", 28 },
+    { "NL", 18 }, { "NO", 15 }, { "OM", 23 }, { "PK", 24 }, { "PL", 28 },
+    { "PS", 29 }, { "QA", 29 }, { "RO", 24 }, { "RS", 22 }, { "RU", 33 },
+    { "SA", 24 }, { "SC", 31 }, { "SD", 18 }, { "SE", 24 }, { "SI", 19 },
+    { "SK", 24 }, { "SM", 27 }, { "SO", 23 }, { "ST", 25 }, { "SV", 28 },
+    { "TL", 23 }, { "TN", 24 }, { "TR", 26 }, { "UA", 29 }, { "VA", 22 },
+    { "VG", 24 }, { "XK", 20 }, { "YE", 30 }
 };
 
 
@@ -82,6 +141,13 @@ static ngx_int_t ngx_platform_check_integer(ngx_str_t *value,
 static ngx_int_t ngx_platform_check_date(u_char *p, u_char *end,
     u_char **last);
 static ngx_int_t ngx_platform_check_time(u_char *p, u_char *end);
+static ngx_int_t ngx_platform_check_iban(ngx_str_t *value,
+    ngx_platform_problem_e *problem);
+static ngx_int_t ngx_platform_check_bic(ngx_str_t *value);
+static ngx_int_t ngx_platform_check_unique(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, json_t *array, ngx_platform_field_t *field,
+    ngx_str_t *name);
+static ngx_platform_problem_e ngx_platform_type_problem(ngx_uint_t type);
 static size_t ngx_platform_utf8_length(u_char *p, size_t len);
 static void ngx_platform_json_decref(void *data);
 
@@ -403,20 +469,12 @@ ngx_platform_check_value(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             }
         }
 
-        return NGX_OK;
+        return ngx_platform_check_unique(r, ctx, value, field, name);
 
     default: /* the string types */
         if (!json_is_string(value)) {
             return ngx_platform_field_fail(r, ctx, name, field,
-                                    field->type == NGX_PLATFORM_T_STRING
-                                    ? ngx_platform_problem_string
-                                    : field->type == NGX_PLATFORM_T_UUID
-                                    ? ngx_platform_problem_uuid
-                                    : field->type == NGX_PLATFORM_T_ENUM
-                                    ? ngx_platform_problem_enum
-                                    : field->type == NGX_PLATFORM_T_DATE
-                                    ? ngx_platform_problem_date
-                                    : ngx_platform_problem_datetime);
+                                       ngx_platform_type_problem(field->type));
         }
 
         s.data = (u_char *) json_string_value(value);
@@ -537,8 +595,37 @@ ngx_platform_check_type(ngx_platform_field_t *field, ngx_str_t *value,
 
         return NGX_OK;
 
+    case NGX_PLATFORM_T_IBAN:
+        return ngx_platform_check_iban(value, problem);
+
+    case NGX_PLATFORM_T_BIC:
+        if (ngx_platform_check_bic(value) != NGX_OK) {
+            *problem = ngx_platform_problem_bic;
+            return NGX_DECLINED;
+        }
+
+        return NGX_OK;
+
     default: /* NGX_PLATFORM_T_STRING */
-        len = ngx_platform_utf8_length(value->data, value->len);
+        if (!(field->flags & (NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX))) {
+            /* a document's megabytes of base64 are not counted */
+            return NGX_OK;
+        }
+
+        p = value->data;
+        end = p + value->len;
+
+        if (field->flags & NGX_PLATFORM_F_TRIM) {
+            while (p < end && ngx_platform_is_space(*p)) {
+                p++;
+            }
+
+            while (end > p && ngx_platform_is_space(end[-1])) {
+                end--;
+            }
+        }
+
+        len = ngx_platform_utf8_length(p, end - p);
 
         return ngx_platform_check_bounds(field, len,
                                          ngx_platform_problem_shorter,
@@ -731,6 +818,214 @@ ngx_platform_check_time(u_char *p, u_char *end)
     }
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * ISO 13616 in electronic format: a country that uses IBANs, two check
+ * digits, letters and digits to that country's length; moved four
+ * characters to the end, letters as 10..35, the number mod 97 is 1
+ */
+
+static ngx_int_t
+ngx_platform_check_iban(ngx_str_t *value, ngx_platform_problem_e *problem)
+{
+    u_char      *p, c;
+    ngx_uint_t   i, lo, hi, mid, rest, length;
+    ngx_int_t    cmp;
+
+    if (value->len == 0) {
+        /* no IBAN */
+        return NGX_OK;
+    }
+
+    for (i = 0; i < value->len; i++) {
+        c = value->data[i];
+
+        if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+            || (i < 2 && !(c >= 'A' && c <= 'Z'))
+            || (i >= 2 && i < 4 && !(c >= '0' && c <= '9')))
+        {
+            *problem = ngx_platform_problem_iban;
+            return NGX_DECLINED;
+        }
+    }
+
+    if (value->len < 4) {
+        *problem = ngx_platform_problem_iban;
+        return NGX_DECLINED;
+    }
+
+    length = 0;
+    lo = 0;
+    hi = sizeof(ngx_platform_iban_countries)
+         / sizeof(ngx_platform_iban_country_t);
+
+    while (lo < hi) {
+        mid = (lo + hi) / 2;
+        cmp = ngx_strncmp(value->data, ngx_platform_iban_countries[mid].country,
+                          2);
+
+        if (cmp == 0) {
+            length = ngx_platform_iban_countries[mid].length;
+            break;
+        }
+
+        if (cmp < 0) {
+            hi = mid;
+
+        } else {
+            lo = mid + 1;
+        }
+    }
+
+    if (length == 0) {
+        *problem = ngx_platform_problem_iban_country;
+        return NGX_DECLINED;
+    }
+
+    if (value->len != length) {
+        *problem = ngx_platform_problem_iban_length;
+        return NGX_DECLINED;
+    }
+
+    rest = 0;
+
+    for (i = 0; i < length; i++) {
+        p = &value->data[(i + 4) % length];
+
+        if (*p >= 'A') {
+            rest = (rest * 100 + (*p - 'A' + 10)) % 97;
+
+        } else {
+            rest = (rest * 10 + (*p - '0')) % 97;
+        }
+    }
+
+    if (rest != 1) {
+        *problem = ngx_platform_problem_iban_check;
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* ISO 9362: bank (4 letters), country (2), location (2), branch (3) */
+
+static ngx_int_t
+ngx_platform_check_bic(ngx_str_t *value)
+{
+    u_char      c;
+    ngx_uint_t  i;
+
+    if (value->len == 0) {
+        /* no BIC */
+        return NGX_OK;
+    }
+
+    if (value->len != 8 && value->len != 11) {
+        return NGX_DECLINED;
+    }
+
+    for (i = 0; i < value->len; i++) {
+        c = value->data[i];
+
+        if (c >= 'A' && c <= 'Z') {
+            continue;
+        }
+
+        if (i >= 6 && c >= '0' && c <= '9') {
+            continue;
+        }
+
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * F_UNIQUE on a field of an array's items: each value once. The arrays
+ * are bounded by their F_MAX, so comparing pairs is cheap enough.
+ */
+
+static ngx_int_t
+ngx_platform_check_unique(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    json_t *array, ngx_platform_field_t *field, ngx_str_t *name)
+{
+    u_char                *p;
+    size_t                 i, j, len;
+    json_t                *a, *b;
+    ngx_str_t              item_name;
+    ngx_platform_field_t  *f;
+
+    len = json_array_size(array);
+
+    for (f = field->items; f->name; f++) {
+
+        if (!(f->flags & NGX_PLATFORM_F_UNIQUE)) {
+            continue;
+        }
+
+        for (i = 1; i < len; i++) {
+            a = json_object_get(json_array_get(array, i), f->name);
+
+            if (a == NULL || json_is_null(a)) {
+                continue;
+            }
+
+            for (j = 0; j < i; j++) {
+                b = json_object_get(json_array_get(array, j), f->name);
+
+                if (b == NULL || !json_equal(a, b)) {
+                    continue;
+                }
+
+                item_name.data = ngx_pnalloc(r->pool, name->len
+                                                      + NGX_SIZE_T_LEN + 3
+                                                      + ngx_strlen(f->name));
+                if (item_name.data == NULL) {
+                    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+                }
+
+                p = ngx_sprintf(item_name.data, "%V[%uz].%s", name, i,
+                                f->name);
+                item_name.len = p - item_name.data;
+
+                return ngx_platform_field_fail(r, ctx, &item_name, f,
+                                               ngx_platform_problem_repeated);
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* the problem of a value of the wrong JSON type for a string type */
+
+static ngx_platform_problem_e
+ngx_platform_type_problem(ngx_uint_t type)
+{
+    switch (type) {
+
+    case NGX_PLATFORM_T_UUID:
+        return ngx_platform_problem_uuid;
+
+    case NGX_PLATFORM_T_ENUM:
+        return ngx_platform_problem_enum;
+
+    case NGX_PLATFORM_T_DATE:
+        return ngx_platform_problem_date;
+
+    case NGX_PLATFORM_T_DATETIME:
+        return ngx_platform_problem_datetime;
+
+    default:
+        return ngx_platform_problem_string;
+    }
 }
 
 
