@@ -753,8 +753,11 @@ ngx_platform_check_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     if ((inputs & NGX_PLATFORM_IN_MERCHANT) && id->merchant.len == 0) {
-        return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
-                                 "The token carries no merchantId.");
+        /* decisions.md section 5: the message itself says why */
+        return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN,
+                                 "The token carries no merchantId.",
+                                 "This operation acts for a merchant: "
+                                 "its token needs a merchantId claim.");
     }
 
     rc = ngx_platform_check_captures(r, ctx);

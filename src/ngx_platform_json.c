@@ -107,6 +107,10 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
     /* declared inputs and body fields */
     { "The token carries no merchantId.",
       "Le jeton ne porte aucun merchantId." },
+    { "This operation acts for a merchant: its token needs a merchantId "
+      "claim.",
+      "Cette opération agit pour un marchand : son jeton doit porter "
+      "l'attribut merchantId." },
     { "userId header is required.", "L'en-tête userId est requis." },
     { "userId header is invalid.", "L'en-tête userId est invalide." },
     { "Request timeout.", "Délai de la requête dépassé." },
