@@ -20,6 +20,11 @@
 --                    of 10 shows the tie-break of 5, 6, 7.
 --   tax settings     f1000000-0000-4000-8000-00000000000N   (tenant-demo)
 --                    f2000000-0000-4000-8000-00000000000N   (tenant-other)
+--   person documents 71000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    72000000-0000-4000-8000-00000000000N   (tenant-other)
+--                    Documents 1 and 2 are of person c1...1, 3 of c1...2,
+--                    and 72...1 of c2...1; 1 is approved. Their contents
+--                    are a few bytes of text.
 
 INSERT INTO product_classifications (group_name, tags, position) VALUES
     ('Grains',     '{rice,maize,sorghum,millet}',       1),
@@ -219,4 +224,31 @@ INSERT INTO invoice_tax_settings (id, tenant_id, name, rate) VALUES
     ('f2000000-0000-4000-8000-000000000001', 'tenant-other', 'VAT', 7.5),
     ('f2000000-0000-4000-8000-000000000002', 'tenant-other',
      'Withholding tax', 10)
+ON CONFLICT DO NOTHING;
+
+INSERT INTO person_documents
+    (id, tenant_id, person_id, type, file_name, document_number, approved,
+     content, content_sha256, content_size)
+SELECT d.id::uuid, d.tenant_id, d.person_id::uuid, d.type, d.file_name,
+       d.document_number, d.approved, d.content, sha256(d.content),
+       octet_length(d.content)
+FROM (VALUES
+    ('71000000-0000-4000-8000-000000000001', 'tenant-demo',
+     'c1000000-0000-4000-8000-000000000001', 1, 'national-id.txt',
+     'NIN-12345678901', true,
+     convert_to('National identity card of Amaka Nwankwo', 'UTF8')),
+    ('71000000-0000-4000-8000-000000000002', 'tenant-demo',
+     'c1000000-0000-4000-8000-000000000001', 4, 'utility-bill.txt',
+     '', false,
+     convert_to('Electricity bill, 12 Allen Avenue, Ikeja', 'UTF8')),
+    ('71000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'c1000000-0000-4000-8000-000000000002', 2, 'passport.txt',
+     'A01234567', false,
+     convert_to('Passport of Ibrahim Danjuma', 'UTF8')),
+    ('72000000-0000-4000-8000-000000000001', 'tenant-other',
+     'c2000000-0000-4000-8000-000000000001', 3, 'drivers-licence.txt',
+     'LAG-2020-0042', true,
+     convert_to('Driver''s licence of Yetunde Balogun', 'UTF8'))
+) AS d (id, tenant_id, person_id, type, file_name, document_number,
+        approved, content)
 ON CONFLICT DO NOTHING;
