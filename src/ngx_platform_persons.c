@@ -1,9 +1,15 @@
 
 /*
- * ngx_platform: person accounts (spec 2.6 and 4.4, decisions.md section 3
- * "Person accounts"). Envelope A. The caller's tenant comes from its
- * credentials (by default the bearer token's tenantId), and only that
- * tenant's accounts are visible: another tenant's account is 404.
+ * ngx_platform: person accounts and person documents (spec 2.5, 2.6 and
+ * 4.4, decisions.md sections 3 "Person documents", "Person accounts" and
+ * 5). Envelope A. The caller's tenant comes from its credentials (by
+ * default the bearer token's tenantId), and only that tenant's accounts
+ * and documents are visible: another tenant's is 404.
+ *
+ * A document's content arrives as base64 in a JSON body of up to some
+ * megabytes. Decoding it and its SHA-256 run in the thread pool
+ * (ngx_platform_offload()), into one buffer of the request pool; the
+ * decoded bytes then go to PostgreSQL as a binary parameter.
  */
 
 
@@ -11,8 +17,65 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <openssl/evp.h>
+
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
+
+
+#define NGX_PLATFORM_SHA256_LEN          32
+
+/* what is wrong with a document's base64, found in the thread */
+#define NGX_PLATFORM_DOC_OK              0
+#define NGX_PLATFORM_DOC_EMPTY           1
+#define NGX_PLATFORM_DOC_CHARACTER       2   /* at position */
+#define NGX_PLATFORM_DOC_LENGTH          3   /* not a multiple of 4 */
+#define NGX_PLATFORM_DOC_PAD             4   /* '=' at position */
+#define NGX_PLATFORM_DOC_PAD_BITS        5   /* unused bits not zero */
+#define NGX_PLATFORM_DOC_TOO_LARGE       6   /* decoded over max */
+#define NGX_PLATFORM_DOC_DIGEST          7   /* OpenSSL failed */
+
+/* values of the decoding table beside 0..63 */
+#define NGX_PLATFORM_B64_PAD             64
+#define NGX_PLATFORM_B64_BREAK           65
+
+
+/*
+ * An update in progress: the statement's parameters, and what the thread
+ * reads and writes. The thread touches only src, len, max, cap (read) and
+ * buf, size, digest, problem, position (written); all of it lives in the
+ * request pool, which outlives the work.
+ */
+
+typedef struct {
+    ngx_str_t                  params[8];
+
+    u_char                    *src;        /* the base64 text, or NULL */
+    size_t                     len;
+    size_t                     max;        /* platform_document_max_size */
+
+    u_char                    *buf;
+    size_t                     cap;        /* min(len / 4 * 3, max) */
+    size_t                     size;       /* decoded, also past max */
+    u_char                     digest[NGX_PLATFORM_SHA256_LEN];
+    ngx_uint_t                 problem;    /* NGX_PLATFORM_DOC_* */
+    size_t                     position;   /* characters, from 1 */
+} ngx_platform_document_t;
+
+
+static ngx_int_t ngx_platform_persons_document_update(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_persons_check_file_name(ngx_http_request_t *r,
+    json_t *value);
+static void ngx_platform_persons_decode(void *data);
+static void ngx_platform_persons_decode_base64(ngx_platform_document_t *doc);
+static ngx_int_t ngx_platform_persons_document_store(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static void ngx_platform_persons_document_done(void *data,
+    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
+static ngx_int_t ngx_platform_persons_refuse(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_uint_t status, const char *message,
+    const char *format, size_t n);
 
 
 /*
@@ -50,6 +113,90 @@ static ngx_platform_sql_t  ngx_platform_persons_account = {
 };
 
 
+/*
+ * One statement, one round trip: the update and the person document of
+ * spec 2.5 built from the updated row. A NULL parameter keeps the stored
+ * value. New content (a digest other than the stored one) resets
+ * approved; the same content again changes neither approved nor the
+ * stored bytes (the row keeps its TOAST value).
+ *
+ * $1 documentId, $2 tenant, $3 personId, $4 type, $5 fileName,
+ * $6 content (binary), $7 its SHA-256 (binary), $8 its size.
+ */
+
+static ngx_platform_pg_stmt_t  ngx_platform_persons_document_stmt = {
+    "platform_persons_document_update",
+
+    "WITH d AS ("
+    "UPDATE person_documents SET"
+    " type = coalesce($4::integer, type),"
+    " file_name = coalesce($5::text, file_name),"
+    " approved = approved"
+    " AND ($7::bytea IS NULL OR $7::bytea = content_sha256),"
+    " content = CASE WHEN $6::bytea IS NULL OR $7::bytea = content_sha256"
+    " THEN content ELSE $6::bytea END,"
+    " content_sha256 = coalesce($7::bytea, content_sha256),"
+    " content_size = coalesce($8::bigint, content_size),"
+    " updated_at = now()"
+    " WHERE id = $1::uuid AND tenant_id = $2 AND person_id = $3::uuid"
+    " RETURNING id, person_id, type, file_name, document_number, approved)"
+    " SELECT row_to_json(a)::text FROM ("
+    "SELECT id, person_id AS \"personId\", type,"
+    " 'persons/' || person_id || '/documents/' || id || '/' || file_name"
+    " AS path,"
+    " file_name AS \"fileName\", document_number AS \"documentNumber\","
+    " approved"
+    " FROM d) a",
+
+    8,
+    (1 << 5) | (1 << 6)
+};
+
+
+/* data: the deleted id, a JSON string */
+
+static ngx_platform_sql_t  ngx_platform_persons_document_delete = {
+    { "platform_persons_document_delete",
+
+      "DELETE FROM person_documents"
+      " WHERE id = $1::uuid AND tenant_id = $2"
+      " RETURNING to_json(id)::text",
+
+      2, 0 },
+
+    { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT },
+    NGX_PLATFORM_ANSWER_DOCUMENT,
+
+    "Person document deleted.",
+    "Person document not found.",
+    "No person document with this id exists.",
+    NULL, NULL, 0, NULL, NULL,
+    NULL, NULL
+};
+
+
+/*
+ * The first field set of spec 2.5 (decisions.md section 3). type: 1
+ * national identity card, 2 passport, 3 driver's licence, 4 proof of
+ * address, 5 other (docs/api.md).
+ */
+
+static ngx_platform_field_t  ngx_platform_persons_document_body[] = {
+    { "documentId", NGX_PLATFORM_T_UUID, NGX_PLATFORM_F_REQUIRED,
+      0, 0, NULL, NULL, NULL },
+    { "personId", NGX_PLATFORM_T_UUID, NGX_PLATFORM_F_REQUIRED,
+      0, 0, NULL, NULL, NULL },
+    { "type", NGX_PLATFORM_T_INTEGER, NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX,
+      1, 5, NULL, NULL, NULL },
+    { "base64", NGX_PLATFORM_T_STRING, 0,
+      0, 0, NULL, NULL, NULL },
+    { "fileName", NGX_PLATFORM_T_STRING,
+      NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX,
+      1, 255, NULL, NULL, NULL },
+    { NULL, 0, 0, 0, 0, NULL, NULL, NULL }
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_persons_endpoints[] = {
 
     { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
@@ -57,6 +204,18 @@ static ngx_platform_endpoint_t  ngx_platform_persons_endpoints[] = {
       NULL, NULL,
       "Invalid person account id.", "The id must be a uuid.",
       &ngx_platform_persons_account, NULL },
+
+    { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
+      NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
+      NULL, ngx_platform_persons_document_body,
+      NULL, NULL,
+      NULL, ngx_platform_persons_document_update },
+
+    { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
+      NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
+      NULL, NULL,
+      "Invalid person document id.", "The id must be a uuid.",
+      &ngx_platform_persons_document_delete, NULL },
 
     { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
@@ -70,6 +229,36 @@ static ngx_platform_text_t  ngx_platform_persons_texts[] = {
     { "Person account not found.", "Compte de personne introuvable." },
     { "No person account with this id exists.",
       "Aucun compte de personne ne porte cet identifiant." },
+
+    { "Person document updated.", "Document de personne mis à jour." },
+    { "Person document deleted.", "Document de personne supprimé." },
+    { "Invalid person document id.",
+      "Identifiant de document de personne invalide." },
+    { "Person document not found.", "Document de personne introuvable." },
+    { "No person document with this id exists.",
+      "Aucun document de personne ne porte cet identifiant." },
+    { "No document with this documentId belongs to this personId.",
+      "Aucun document portant ce documentId n'appartient à ce personId." },
+    { "fileName must not contain '/', '\\' or NUL.",
+      "fileName ne doit contenir ni '/', ni '\\', ni NUL." },
+    { "fileName must not begin with a dot.",
+      "fileName ne doit pas commencer par un point." },
+    { "base64 is empty.", "base64 est vide." },
+    { "base64 has an invalid character at position %uz.",
+      "base64 contient un caractère invalide à la position %uz." },
+    { "base64 has bad padding: its length without line breaks is not a "
+      "multiple of 4.",
+      "base64 a un remplissage incorrect : sa longueur sans les sauts de "
+      "ligne n'est pas un multiple de 4." },
+    { "base64 has bad padding: '=' at position %uz.",
+      "base64 a un remplissage incorrect : '=' à la position %uz." },
+    { "base64 has bad padding: the unused bits of its last character are "
+      "not zero.",
+      "base64 a un remplissage incorrect : les bits inutilisés de son "
+      "dernier caractère ne sont pas nuls." },
+    { "Document too large.", "Document trop volumineux." },
+    { "The document must be at most %uz bytes once decoded.",
+      "Le document doit faire au plus %uz octets une fois décodé." },
     { NULL, NULL }
 };
 
@@ -82,3 +271,446 @@ ngx_platform_family_t  ngx_platform_persons_family = {
     ngx_platform_persons_texts,
     0
 };
+
+
+/*
+ * PUT PersonDocuments/update: the body is checked against the fields
+ * already. The content, if any, is decoded in the thread pool; the
+ * statement runs afterwards, in ngx_platform_persons_document_store().
+ */
+
+static ngx_int_t
+ngx_platform_persons_document_update(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx)
+{
+    u_char                   *p;
+    json_t                   *value;
+    ngx_int_t                 rc;
+    ngx_platform_loc_conf_t  *plcf;
+    ngx_platform_document_t  *doc;
+
+    doc = ngx_pcalloc(r->pool, sizeof(ngx_platform_document_t));
+    if (doc == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->data = doc;
+
+    value = json_object_get(ctx->json, "documentId");
+    doc->params[0].data = (u_char *) json_string_value(value);
+    doc->params[0].len = json_string_length(value);
+
+    doc->params[1] = ctx->identity.tenant;
+
+    value = json_object_get(ctx->json, "personId");
+    doc->params[2].data = (u_char *) json_string_value(value);
+    doc->params[2].len = json_string_length(value);
+
+    /* absent: NULL data, SQL NULL, the stored value is kept */
+
+    value = json_object_get(ctx->json, "type");
+
+    if (value) {
+        p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        doc->params[3].data = p;
+        doc->params[3].len = ngx_sprintf(p, "%L",
+                                         (int64_t) json_integer_value(value))
+                             - p;
+    }
+
+    value = json_object_get(ctx->json, "fileName");
+
+    if (value) {
+        rc = ngx_platform_persons_check_file_name(r, value);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        doc->params[4].data = (u_char *) json_string_value(value);
+        doc->params[4].len = json_string_length(value);
+    }
+
+    value = json_object_get(ctx->json, "base64");
+
+    if (value == NULL) {
+        return ngx_platform_persons_document_store(r, ctx);
+    }
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    doc->src = (u_char *) json_string_value(value);
+    doc->len = json_string_length(value);
+    doc->max = plcf->document_max_size;
+
+    /*
+     * Four characters make at most three bytes; past max the thread only
+     * counts, so the buffer never exceeds max whatever the body's size.
+     */
+
+    doc->cap = doc->len / 4 * 3;
+
+    if (doc->cap > doc->max) {
+        doc->cap = doc->max;
+    }
+
+    doc->buf = ngx_pnalloc(r->pool, doc->cap ? doc->cap : 1);
+    if (doc->buf == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_platform_offload(r, ngx_platform_persons_decode, doc,
+                                ngx_platform_persons_document_store);
+}
+
+
+/* 1..255 characters (the schema), no '/', '\' or NUL, no leading dot */
+
+static ngx_int_t
+ngx_platform_persons_check_file_name(ngx_http_request_t *r, json_t *value)
+{
+    u_char  *p, *end;
+
+    p = (u_char *) json_string_value(value);
+    end = p + json_string_length(value);
+
+    if (p < end && *p == '.') {
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                                 "fileName must not begin with a dot.");
+    }
+
+    for ( /* void */ ; p < end; p++) {
+        if (*p == '/' || *p == '\\' || *p == '\0') {
+            return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                                     "fileName must not contain '/', '\\' "
+                                     "or NUL.");
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * In a thread: no request, pool or log here. Decodes and checks the
+ * base64, then digests what it decoded.
+ */
+
+static void
+ngx_platform_persons_decode(void *data)
+{
+    ngx_platform_document_t *doc = data;
+
+    unsigned int  n;
+
+    ngx_platform_persons_decode_base64(doc);
+
+    if (doc->problem != NGX_PLATFORM_DOC_OK) {
+        return;
+    }
+
+    n = 0;
+
+    if (EVP_Digest(doc->buf, doc->size, doc->digest, &n, EVP_sha256(), NULL)
+        != 1 || n != NGX_PLATFORM_SHA256_LEN)
+    {
+        doc->problem = NGX_PLATFORM_DOC_DIGEST;
+    }
+}
+
+
+/*
+ * RFC 4648 section 4 base64, in one pass: the standard alphabet, padding
+ * required ('=' only as the last one or two characters, the length a
+ * multiple of 4), the unused bits before the padding zero (one text per
+ * content), CR and LF skipped anywhere (MIME line breaks), nothing else.
+ * Bytes past max are counted, not written, so that a body over the limit
+ * is told apart from an invalid one without a larger buffer.
+ */
+
+static void
+ngx_platform_persons_decode_base64(ngx_platform_document_t *doc)
+{
+    u_char      *p, *end, *out, *last, *pad;
+    size_t       chars;
+    uint32_t     acc;
+    ngx_uint_t   n, pads, c;
+
+    /* 0..63 the alphabet, 64 '=', 65 CR and LF, 99 anything else */
+
+    static u_char  table[] = {
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 65, 99, 99, 65, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 62, 99, 99, 99, 63,
+        52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 99, 99, 99, 64, 99, 99,
+        99,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14,
+        15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 99, 99, 99, 99, 99,
+        99, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+        41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
+        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99
+    };
+
+    out = doc->buf;
+    last = doc->buf + doc->cap;
+
+    acc = 0;
+    n = 0;
+    chars = 0;
+    pads = 0;
+    pad = NULL;
+    doc->size = 0;
+
+    end = doc->src + doc->len;
+
+    for (p = doc->src; p < end; p++) {
+        c = table[*p];
+
+        if (c < 64) {
+            if (pads) {
+                /* data after '=': the padding was not at the end */
+                p = pad;
+                doc->problem = NGX_PLATFORM_DOC_PAD;
+                goto position;
+            }
+
+            chars++;
+            acc = (acc << 6) | c;
+
+            if (++n == 4) {
+                if (out + 3 <= last) {
+                    out[0] = (u_char) (acc >> 16);
+                    out[1] = (u_char) (acc >> 8);
+                    out[2] = (u_char) acc;
+                    out += 3;
+                }
+
+                doc->size += 3;
+                acc = 0;
+                n = 0;
+            }
+
+            continue;
+        }
+
+        if (c == NGX_PLATFORM_B64_BREAK) {
+            continue;
+        }
+
+        if (c == NGX_PLATFORM_B64_PAD) {
+            if (pads++ == 0) {
+                pad = p;
+            }
+
+            chars++;
+            continue;
+        }
+
+        doc->problem = NGX_PLATFORM_DOC_CHARACTER;
+        goto position;
+    }
+
+    if (chars == 0) {
+        doc->problem = NGX_PLATFORM_DOC_EMPTY;
+        return;
+    }
+
+    if (chars % 4) {
+        doc->problem = NGX_PLATFORM_DOC_LENGTH;
+        return;
+    }
+
+    /* a multiple of 4 with every '=' at the end: n == 4 - pads */
+
+    if (pads > 2) {
+        p = pad;
+        doc->problem = NGX_PLATFORM_DOC_PAD;
+        goto position;
+    }
+
+    if (pads == 1) {
+        if (acc & 0x3) {
+            doc->problem = NGX_PLATFORM_DOC_PAD_BITS;
+            return;
+        }
+
+        if (out + 2 <= last) {
+            out[0] = (u_char) (acc >> 10);
+            out[1] = (u_char) (acc >> 2);
+            out += 2;
+        }
+
+        doc->size += 2;
+
+    } else if (pads == 2) {
+        if (acc & 0xf) {
+            doc->problem = NGX_PLATFORM_DOC_PAD_BITS;
+            return;
+        }
+
+        if (out + 1 <= last) {
+            out[0] = (u_char) (acc >> 4);
+            out++;
+        }
+
+        doc->size += 1;
+    }
+
+    if (doc->size > doc->max) {
+        doc->problem = NGX_PLATFORM_DOC_TOO_LARGE;
+    }
+
+    return;
+
+position:
+
+    /* in characters from 1, as the client wrote them (UTF-8) */
+
+    doc->position = 1;
+
+    for (end = p, p = doc->src; p < end; p++) {
+        if ((*p & 0xc0) != 0x80) {
+            doc->position++;
+        }
+    }
+}
+
+
+/*
+ * In the worker, after the decoding if there was content: the refusal
+ * the thread found, or the statement.
+ */
+
+static ngx_int_t
+ngx_platform_persons_document_store(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx)
+{
+    u_char                   *p;
+    ngx_platform_document_t  *doc;
+
+    doc = ctx->data;
+
+    switch (doc->problem) {
+
+    case NGX_PLATFORM_DOC_OK:
+        break;
+
+    case NGX_PLATFORM_DOC_EMPTY:
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                                 "base64 is empty.");
+
+    case NGX_PLATFORM_DOC_CHARACTER:
+        return ngx_platform_persons_refuse(r, ctx, NGX_HTTP_BAD_REQUEST,
+                   "Bad request.",
+                   "base64 has an invalid character at position %uz.",
+                   doc->position);
+
+    case NGX_PLATFORM_DOC_LENGTH:
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                                 "base64 has bad padding: its length without "
+                                 "line breaks is not a multiple of 4.");
+
+    case NGX_PLATFORM_DOC_PAD:
+        return ngx_platform_persons_refuse(r, ctx, NGX_HTTP_BAD_REQUEST,
+                   "Bad request.",
+                   "base64 has bad padding: '=' at position %uz.",
+                   doc->position);
+
+    case NGX_PLATFORM_DOC_PAD_BITS:
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
+                                 "base64 has bad padding: the unused bits of "
+                                 "its last character are not zero.");
+
+    case NGX_PLATFORM_DOC_TOO_LARGE:
+        return ngx_platform_persons_refuse(r, ctx,
+                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
+                   "The document must be at most %uz bytes once decoded.",
+                   doc->max);
+
+    default: /* NGX_PLATFORM_DOC_DIGEST */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "platform: SHA-256 of a document failed");
+        return ngx_platform_backend_fail(r, NGX_ERROR);
+    }
+
+    if (doc->src) {
+        doc->params[5].data = doc->buf;
+        doc->params[5].len = doc->size;
+
+        doc->params[6].data = doc->digest;
+        doc->params[6].len = NGX_PLATFORM_SHA256_LEN;
+
+        p = ngx_pnalloc(r->pool, NGX_SIZE_T_LEN);
+        if (p == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        doc->params[7].data = p;
+        doc->params[7].len = ngx_sprintf(p, "%uz", doc->size) - p;
+    }
+
+    return ngx_platform_query(r, &ngx_platform_persons_document_stmt,
+                              doc->params,
+                              ngx_platform_persons_document_done);
+}
+
+
+static void
+ngx_platform_persons_document_done(void *data, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc)
+{
+    ngx_http_request_t *r = data;
+
+    if (rc != NGX_OK) {
+        ngx_platform_finalize(r, ngx_platform_pg_outcome(r, NULL, res, rc));
+        return;
+    }
+
+    /* no row: no such document of this tenant and this person */
+
+    if (PQntuples(res) == 0 || PQnfields(res) != 1 || PQgetisnull(res, 0, 0))
+    {
+        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
+                   "Person document not found.",
+                   "No document with this documentId belongs to this "
+                   "personId."));
+        return;
+    }
+
+    ngx_platform_finalize(r, ngx_platform_send_ok(r,
+                                 "Person document updated.",
+                                 (u_char *) PQgetvalue(res, 0, 0),
+                                 PQgetlength(res, 0, 0)));
+}
+
+
+/* an error whose detail holds a number, in the request's language */
+
+static ngx_int_t
+ngx_platform_persons_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_uint_t status, const char *message, const char *format, size_t n)
+{
+    u_char      *p, *last;
+    const char  *text;
+
+    text = ngx_platform_text(ctx, format);
+
+    p = ngx_pnalloc(r->pool, ngx_strlen(text) + NGX_SIZE_T_LEN + 1);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    last = ngx_sprintf(p, text, n);
+    *last = '\0';
+
+    return ngx_platform_fail(r, status, message, (char *) p);
+}
