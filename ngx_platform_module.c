@@ -21,6 +21,8 @@ static ngx_int_t ngx_platform_init_process(ngx_cycle_t *cycle);
 static void ngx_platform_exit_process(ngx_cycle_t *cycle);
 static void *ngx_platform_create_main_conf(ngx_conf_t *cf);
 static char *ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf);
+static char *ngx_platform_init_thread_pool(ngx_conf_t *cf,
+    ngx_platform_main_conf_t *pmcf);
 static char *ngx_platform_check_backends(ngx_conf_t *cf,
     ngx_platform_main_conf_t *pmcf);
 static void ngx_platform_free_pg_options(void *data);
@@ -248,6 +250,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       0,
       NULL },
 
+    { ngx_string("platform_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, thread_pool_name),
+      NULL },
+
+    { ngx_string("platform_document_max_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, document_max_size),
+      NULL },
+
     { ngx_string("platform_cache_max_age"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_sec_slot,
@@ -464,7 +480,56 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");
     }
 
+    if (ngx_platform_init_thread_pool(cf, pmcf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     return ngx_platform_check_backends(cf, pmcf);
+}
+
+
+/*
+ * The thread pool that parses large bodies and decodes documents: nginx's
+ * "default" pool (32 threads unless a "thread_pool default" directive
+ * says otherwise) or the one named; only when a configured family takes
+ * bodies. An unknown name fails "nginx -t" with nginx's own message.
+ */
+
+static char *
+ngx_platform_init_thread_pool(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
+{
+    if (pmcf->thread_pool_name.len == 3
+        && ngx_strncmp(pmcf->thread_pool_name.data, "off", 3) == 0)
+    {
+        return NGX_CONF_OK;
+    }
+
+#if (NGX_THREADS)
+
+    if (!pmcf->bodies) {
+        return NGX_CONF_OK;
+    }
+
+    pmcf->thread_pool = ngx_thread_pool_add(cf, pmcf->thread_pool_name.len
+                                                ? &pmcf->thread_pool_name
+                                                : NULL);
+    if (pmcf->thread_pool == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+#else
+
+    if (pmcf->thread_pool_name.len) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"platform_thread_pool %V\" needs nginx built "
+                           "--with-threads; use \"off\"",
+                           &pmcf->thread_pool_name);
+        return NGX_CONF_ERROR;
+    }
+
+#endif
+
+    return NGX_CONF_OK;
 }
 
 
@@ -541,6 +606,7 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
     plcf->otp_attempts_window = NGX_CONF_UNSET;
     plcf->otp_tenant_attempts = NGX_CONF_UNSET_UINT;
     plcf->otp_tenant_window = NGX_CONF_UNSET;
+    plcf->document_max_size = NGX_CONF_UNSET_SIZE;
     plcf->cache_max_age = NGX_CONF_UNSET;
     plcf->cache_time = NGX_CONF_UNSET_MSEC;
     plcf->auth = NGX_CONF_UNSET_UINT;
@@ -589,6 +655,8 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               prev->otp_tenant_attempts, 0);
     ngx_conf_merge_value(conf->otp_tenant_window,
                          prev->otp_tenant_window, 0);
+    ngx_conf_merge_size_value(conf->document_max_size,
+                              prev->document_max_size, 10 * 1024 * 1024);
     ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);
     ngx_conf_merge_msec_value(conf->cache_time, prev->cache_time, 1000);
 
@@ -612,6 +680,7 @@ ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     char                      *rv;
     ngx_platform_family_t     *family;
+    ngx_platform_endpoint_t   *ep;
     ngx_platform_main_conf_t  *pmcf;
     ngx_http_core_loc_conf_t  *clcf;
 
@@ -640,6 +709,12 @@ ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     plcf->routes = pmcf->routes[family->index];
 
     pmcf->backends |= family->backends;
+
+    for (ep = family->endpoints; ep->pattern; ep++) {
+        if (ep->body) {
+            pmcf->bodies = 1;
+        }
+    }
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_platform_handler;

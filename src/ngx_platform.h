@@ -33,6 +33,7 @@ typedef struct ngx_platform_jwt_conf_s  ngx_platform_jwt_conf_t;
 typedef struct ngx_platform_sql_s       ngx_platform_sql_t;
 typedef struct ngx_platform_field_s     ngx_platform_field_t;
 typedef struct ngx_platform_route_s     ngx_platform_route_t;
+typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
 
 
 /* envelope of a family, decisions.md section 1 */
@@ -159,6 +160,7 @@ typedef struct {
     /* platform_thread_pool: large bodies are parsed there; "off": none */
     ngx_str_t                  thread_pool_name;
     void                      *thread_pool;     /* ngx_thread_pool_t */
+    ngx_uint_t                 bodies;          /* a family takes bodies */
 
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
@@ -344,6 +346,7 @@ struct ngx_platform_ctx_s {
 
     /* the body parsed and checked against the endpoint's fields */
     json_t                    *json;
+    ngx_platform_body_work_t  *body_work;
 
     /* Allow header of a known path asked with another method */
     ngx_str_t                  allow;
@@ -458,9 +461,13 @@ ngx_int_t ngx_platform_check_captures(ngx_http_request_t *r,
 ngx_int_t ngx_platform_check_query(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 
-/* the body as a JSON object matching the endpoint's fields: ctx->json */
+/*
+ * The parsed body (json, NULL when Jansson refused it with error) as a
+ * JSON object matching the endpoint's fields: then ctx->json. The
+ * caller keeps the reference.
+ */
 ngx_int_t ngx_platform_check_body(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
+    ngx_platform_ctx_t *ctx, json_t *json, json_error_t *error);
 
 
 /* ngx_platform_json.c: the envelope writer and responses */

@@ -18,7 +18,22 @@
 #include "ngx_platform.h"
 
 
-#define NGX_PLATFORM_REQUEST_ID_MAX  64
+#define NGX_PLATFORM_REQUEST_ID_MAX     64
+
+/* bodies this large are read and parsed in the thread pool */
+#define NGX_PLATFORM_BODY_THREAD_SIZE  (64 * 1024)
+
+
+/* a body being read into one buffer and parsed, perhaps in a thread */
+struct ngx_platform_body_work_s {
+    ngx_chain_t               *bufs;
+    u_char                    *data;
+    size_t                     len;
+    json_t                    *json;
+    json_error_t               error;
+    ngx_err_t                  read_error;
+    unsigned                   read_failed:1;
+};
 
 
 static ngx_platform_ctx_t *ngx_platform_create_ctx(ngx_http_request_t *r,
@@ -44,6 +59,10 @@ static ngx_int_t ngx_platform_check_content_type(ngx_http_request_t *r);
 static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static void ngx_platform_body_work(void *data);
+static ngx_int_t ngx_platform_body_done(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static void ngx_platform_body_cleanup(void *data);
 static ngx_int_t ngx_platform_refuse(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_int_t ngx_platform_proceed(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
@@ -813,23 +832,30 @@ ngx_platform_check_content_type(ngx_http_request_t *r)
 static void
 ngx_platform_body_handler(ngx_http_request_t *r)
 {
-    ngx_int_t            rc;
-    ngx_platform_ctx_t  *ctx;
+    ngx_int_t                  rc;
+    ngx_platform_ctx_t        *ctx;
+    ngx_platform_body_work_t  *bw;
 
     ctx = ngx_platform_get_ctx(r);
 
     rc = ngx_platform_collect_body(r, ctx);
 
     if (rc == NGX_OK) {
-        rc = ngx_platform_check_body(r, ctx);
-    }
+        bw = ctx->body_work;
 
-    if (rc == NGX_OK) {
-        rc = ngx_platform_run(r, ctx);
+        if (bw->len >= NGX_PLATFORM_BODY_THREAD_SIZE) {
+            /* parsing megabytes takes the event loop tens of milliseconds */
+            rc = ngx_platform_offload(r, ngx_platform_body_work, bw,
+                                      ngx_platform_body_done);
+
+        } else {
+            ngx_platform_body_work(bw);
+            rc = ngx_platform_body_done(r, ctx);
+        }
     }
 
     if (rc == NGX_DONE) {
-        /* the backend took its own count; drop the body reader's */
+        /* the thread or the backend took its own count; drop the reader's */
         ngx_http_finalize_request(r, NGX_DONE);
         return;
     }
@@ -838,39 +864,82 @@ ngx_platform_body_handler(ngx_http_request_t *r)
 }
 
 
-/* the whole body in one NUL-ended buffer, also when it went to a file */
+/*
+ * Where the body is: one NUL-ended buffer of the request pool is made
+ * ready for it, the work of filling it from the reader's buffers and
+ * temporary file and parsing it may run in a thread.
+ */
 
 static ngx_int_t
 ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    off_t         len;
+    off_t                      len;
+    ngx_buf_t                 *b;
+    ngx_chain_t               *cl;
+    ngx_pool_cleanup_t        *cln;
+    ngx_platform_body_work_t  *bw;
+
+    bw = ngx_pcalloc(r->pool, sizeof(ngx_platform_body_work_t));
+    if (bw == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the document is the request's from now on: freed exactly once */
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_platform_body_cleanup;
+    cln->data = bw;
+
+    ctx->body_work = bw;
+
+    len = 0;
+
+    if (r->request_body) {
+        bw->bufs = r->request_body->bufs;
+
+        for (cl = bw->bufs; cl; cl = cl->next) {
+            b = cl->buf;
+            len += b->in_file ? b->file_last - b->file_pos : b->last - b->pos;
+        }
+    }
+
+    bw->data = ngx_pnalloc(r->pool, len + 1);
+    if (bw->data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    bw->len = len;
+
+    ctx->body = bw->data;
+    ctx->body_len = len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * In a thread for a large body: no nginx log, no pool, only the
+ * buffers, the file descriptor and Jansson
+ */
+
+static void
+ngx_platform_body_work(void *data)
+{
+    ngx_platform_body_work_t *bw = data;
+
     u_char       *p;
+    size_t        size;
     ssize_t       n;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    if (r->request_body == NULL || r->request_body->bufs == NULL) {
-        ctx->body = (u_char *) "";
-        ctx->body_len = 0;
-        return NGX_OK;
-    }
+    p = bw->data;
 
-    len = 0;
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-        len += b->in_file ? b->file_last - b->file_pos : b->last - b->pos;
-    }
-
-    p = ngx_pnalloc(r->pool, len + 1);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->body = p;
-    ctx->body_len = len;
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+    for (cl = bw->bufs; cl; cl = cl->next) {
         b = cl->buf;
 
         if (!b->in_file) {
@@ -878,13 +947,14 @@ ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
             continue;
         }
 
-        n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
-                          b->file_pos);
+        size = b->file_last - b->file_pos;
 
-        if (n != b->file_last - b->file_pos) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "platform: short read of the request body file");
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        n = pread(b->file->fd, p, size, b->file_pos);
+
+        if (n == -1 || (size_t) n != size) {
+            bw->read_failed = 1;
+            bw->read_error = (n == -1) ? ngx_errno : 0;
+            return;
         }
 
         p += n;
@@ -892,7 +962,160 @@ ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     *p = '\0';
 
-    return NGX_OK;
+    bw->json = json_loadb((char *) bw->data, bw->len,
+                          JSON_REJECT_DUPLICATES, &bw->error);
+}
+
+
+/* back in the worker: the parsed body checked, then the operation */
+
+static ngx_int_t
+ngx_platform_body_done(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t                  rc;
+    ngx_platform_body_work_t  *bw;
+
+    bw = ctx->body_work;
+
+    if (bw->read_failed) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, bw->read_error,
+                      "platform: short read of the request body file");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_platform_check_body(r, ctx, bw->json, &bw->error);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_platform_run(r, ctx);
+}
+
+
+static void
+ngx_platform_body_cleanup(void *data)
+{
+    ngx_platform_body_work_t *bw = data;
+
+    if (bw->json) {
+        json_decref(bw->json);
+    }
+}
+
+
+/*
+ * The thread pool of platform_thread_pool, when the module has one, runs
+ * work; done follows in the worker. The request is held (counted) and
+ * blocked, so that neither a client that goes away nor a worker that
+ * exits frees the memory the thread writes.
+ */
+
+#if (NGX_THREADS)
+
+typedef struct {
+    ngx_http_request_t        *request;
+    ngx_platform_work_pt       work;
+    void                      *data;
+    ngx_platform_handler_pt    done;
+} ngx_platform_task_t;
+
+
+static void
+ngx_platform_task_handler(void *data, ngx_log_t *log)
+{
+    ngx_platform_task_t *t = data;
+
+    t->work(t->data);
+}
+
+
+static void
+ngx_platform_task_done(ngx_event_t *ev)
+{
+    ngx_platform_task_t *t = ev->data;
+
+    ngx_int_t            rc;
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = t->request;
+    c = r->connection;
+
+    ngx_http_set_log_request(c->log, r);
+
+    r->main->blocked--;
+
+    if (c->error) {
+        /* the client went away meanwhile: nginx may now free it all */
+        ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST);
+        ngx_http_run_posted_requests(c);
+        return;
+    }
+
+    rc = t->done(r, ngx_platform_get_ctx(r));
+
+    if (rc == NGX_DONE) {
+        /* a backend took its own count; the thread's is dropped */
+        ngx_http_finalize_request(r, NGX_DONE);
+
+    } else {
+        ngx_http_finalize_request(r, ngx_platform_settle(r, rc));
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+#endif
+
+
+ngx_int_t
+ngx_platform_offload(ngx_http_request_t *r, ngx_platform_work_pt work,
+    void *data, ngx_platform_handler_pt done)
+{
+#if (NGX_THREADS)
+    ngx_thread_task_t         *task;
+    ngx_platform_task_t       *t;
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+
+    if (pmcf->thread_pool) {
+        task = ngx_thread_task_alloc(r->pool, sizeof(ngx_platform_task_t));
+        if (task == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        t = task->ctx;
+
+        t->request = r;
+        t->work = work;
+        t->data = data;
+        t->done = done;
+
+        task->handler = ngx_platform_task_handler;
+        task->event.data = t;
+        task->event.handler = ngx_platform_task_done;
+
+        if (ngx_thread_task_post(pmcf->thread_pool, task) != NGX_OK) {
+            /* the pool's queue is full: the worker is overloaded */
+            return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                     "Service temporarily unavailable.",
+                                     "The server is busy; retry shortly.");
+        }
+
+        r->main->blocked++;
+        r->main->count++;
+
+        r->read_event_handler = ngx_platform_check_broken_connection;
+
+        return NGX_DONE;
+    }
+#endif
+
+    work(data);
+
+    return done(r, ngx_platform_get_ctx(r));
 }
 
 

@@ -149,7 +149,6 @@ static ngx_int_t ngx_platform_check_unique(ngx_http_request_t *r,
     ngx_str_t *name);
 static ngx_platform_problem_e ngx_platform_type_problem(ngx_uint_t type);
 static size_t ngx_platform_utf8_length(u_char *p, size_t len);
-static void ngx_platform_json_decref(void *data);
 
 
 ngx_int_t
@@ -257,21 +256,11 @@ ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 /* the body as a JSON object matching the endpoint's fields */
 
 ngx_int_t
-ngx_platform_check_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+ngx_platform_check_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    json_t *json, json_error_t *error)
 {
-    u_char              *p;
-    json_t              *json;
-    ngx_str_t            path;
-    json_error_t         error;
-    ngx_pool_cleanup_t  *cln;
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    json = json_loadb((char *) ctx->body, ctx->body_len,
-                      JSON_REJECT_DUPLICATES, &error);
+    u_char     *p;
+    ngx_str_t   path;
 
     if (json == NULL) {
         p = ngx_pnalloc(r->pool, JSON_ERROR_TEXT_LENGTH + 64);
@@ -280,17 +269,13 @@ ngx_platform_check_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
 
         ngx_sprintf(p, "Malformed JSON at line %d, column %d: %s%Z",
-                    error.line, error.column, error.text);
+                    error->line, error->column, error->text);
 
         return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
                                  "The request body is not valid JSON.",
                                  (char *) p);
     }
 
-    /* the request owns the document from now on: freed exactly once */
-
-    cln->handler = ngx_platform_json_decref;
-    cln->data = json;
     ctx->json = json;
 
     if (!json_is_object(json)) {
@@ -1151,11 +1136,4 @@ ngx_platform_field_fail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
     return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
                              (char *) p);
-}
-
-
-static void
-ngx_platform_json_decref(void *data)
-{
-    json_decref(data);
 }
