@@ -930,5 +930,15 @@ for my $status (200, 400, 403, 404, 409) {
          "metrics: counterparties $status");
 }
 
+### configuration: a bearer token needs a key
+
+$t->config_refused(<<'EOF', qr/"platform_counterparties".*"platform_jwt_key"/,
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location ~ ^/api/v[^/]+/Counterparties/ { platform_counterparties; }
+    }
+EOF
+    'platform_counterparties without a key');
+
 $t->done;
 done_testing;
