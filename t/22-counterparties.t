@@ -594,6 +594,32 @@ is(ok_data($r, $created, '200 characters once trimmed')->{name}, 'é' x 200,
 $r = post({ name => 'Vegetables' }, version => '1.0');
 ok_data($r, $created, 'v1.0');
 
+# the most members, a body of some 90 KB (parsed in the thread pool)
+$t->psql(<<"SQL");
+INSERT INTO counterparties (id, tenant_id, merchant_id, name)
+SELECT ('84000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       'tenant-a', '$M2', 'Counterparty ' || g
+FROM generate_series(1, 1000) AS g
+SQL
+my @many = map { { counterpartyId => sprintf('84000000-0000-4000-8000-%012d',
+                                             $_),
+                   counterpartyName => "Counterparty $_" } } 1 .. 1000;
+my $many = $json->encode({ name => 'Everyone', members => \@many });
+cmp_ok(length $many, '>', 65536, 'a body over 64 KB');
+$r = post($many, raw => 1, token => token(merchantId => $M2));
+$d = ok_data($r, $created, '1000 members');
+is($t->psql("SELECT count(*) || ' ' || min(position) || ' ' || max(position)"
+            . " FROM counterparty_group_members WHERE group_id = '$d->{id}'"),
+   '1000 1 1000', '1000 members stored, in order');
+$many[999]{counterpartyId} = $C{1};
+envelope_error(post({ name => 'Everyone else', members => \@many },
+                    token => token(merchantId => $M2)),
+               400, 'Invalid group member.',
+               "members[999].counterpartyId $C{1} is not a counterparty of"
+               . ' the merchant.', 'the last of 1000 members is foreign');
+is(groups_named('Everyone else', 'tenant-a', $M2), 0,
+   'the last of 1000 foreign: no group');
+
 ### 409: unique per merchant, whatever the case and spaces
 
 for my $case ([ 'Grain suppliers', 'the same name' ],
