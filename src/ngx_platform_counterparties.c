@@ -88,9 +88,8 @@ static ngx_platform_sql_t  ngx_platform_counterparties_account = {
  * members of g. The answer's first column is the refusal, named as the
  * validator names fields (members[2] is the third); the foreign key from
  * the members to the merchant's counterparties is the durable guard, for
- * a counterparty deleted meanwhile (23503). A member repeated with
- * another case of its uuid is one member (ON CONFLICT DO NOTHING); the
- * same text twice was refused by the validator (F_UNIQUE).
+ * a counterparty deleted meanwhile (23503). A member repeated, in any
+ * case, was refused by the validator (F_UNIQUE).
  */
 
 static ngx_platform_sql_t  ngx_platform_counterparties_group = {
