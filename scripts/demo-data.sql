@@ -20,6 +20,20 @@
 --                    of 10 shows the tie-break of 5, 6, 7.
 --   tax settings     f1000000-0000-4000-8000-00000000000N   (tenant-demo)
 --                    f2000000-0000-4000-8000-00000000000N   (tenant-other)
+--   merchants        91000000-0000-4000-8000-00000000000N   (tenant-demo, 1-2;
+--                    1 is the merchantId of "scripts/dev token")
+--                    92000000-0000-4000-8000-000000000001   (tenant-other)
+--                    (no table of their own: the merchantId claim, as text)
+--   counterparties   81000000-0000-4000-8000-00000000000N   (tenant-demo:
+--                    1-5 of merchant 91...01, 6-7 of merchant 91...02)
+--                    85000000-0000-4000-8000-00000000000N   (tenant-other)
+--   their accounts   82000000-0000-4000-8000-00000000000N   (tenant-demo:
+--                    1 and 2 of counterparty 1, then N of counterparty N-1)
+--                    86000000-0000-4000-8000-00000000000N   (tenant-other:
+--                    N of counterparty N)
+--   groups           83000000-0000-4000-8000-000000000001   (tenant-demo,
+--                    merchant 91...01: "Grain suppliers", counterparties 1
+--                    and 2)
 --   person documents 71000000-0000-4000-8000-00000000000N   (tenant-demo)
 --                    72000000-0000-4000-8000-00000000000N   (tenant-other)
 --                    Documents 1 and 2 are of person c1...1, 3 of c1...2,
@@ -224,6 +238,109 @@ INSERT INTO invoice_tax_settings (id, tenant_id, name, rate) VALUES
     ('f2000000-0000-4000-8000-000000000001', 'tenant-other', 'VAT', 7.5),
     ('f2000000-0000-4000-8000-000000000002', 'tenant-other',
      'Withholding tax', 10)
+ON CONFLICT DO NOTHING;
+
+-- Counterparties of the demo merchants and their bank accounts: Nigerian
+-- ones (NUBAN account numbers, no IBAN: iban ''), and European ones with
+-- IBANs and BICs that pass the module's checks. The integers: account
+-- 1 primary, 2 secondary; counterparty_type 1 individual, 2 business;
+-- account_type 1 current, 2 savings, 3 domiciliary (docs/api.md).
+INSERT INTO counterparties (id, tenant_id, merchant_id, name) VALUES
+    ('81000000-0000-4000-8000-000000000001', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Kano Grain Hub'),
+    ('81000000-0000-4000-8000-000000000002', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Hamburg Agrar Handel GmbH'),
+    ('81000000-0000-4000-8000-000000000003', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Ngozi Umeh'),
+    ('81000000-0000-4000-8000-000000000004', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Rotterdam Cocoa Traders B.V.'),
+    ('81000000-0000-4000-8000-000000000005', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Lyon Semences SARL'),
+    ('81000000-0000-4000-8000-000000000006', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000002', 'London Seed Merchants Ltd'),
+    ('81000000-0000-4000-8000-000000000007', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000002', 'Abuja Farm Supplies'),
+    ('85000000-0000-4000-8000-000000000001', 'tenant-other',
+     '92000000-0000-4000-8000-000000000001', 'Oslo Fisk AS'),
+    ('85000000-0000-4000-8000-000000000002', 'tenant-other',
+     '92000000-0000-4000-8000-000000000001', 'Valletta Trading Ltd'),
+    ('85000000-0000-4000-8000-000000000003', 'tenant-other',
+     '92000000-0000-4000-8000-000000000001', 'Calabar Port Store')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO counterparty_accounts
+    (id, tenant_id, counterparty_id, account, counterparty_type,
+     account_type, bank_code, bank_name, account_number, account_name, iban,
+     swift_code, bank_address, routing_number)
+VALUES
+    ('82000000-0000-4000-8000-000000000001', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000001', 1, 2, 1, '058',
+     'Guaranty Trust Bank', '0123456789', 'Kano Grain Hub Ltd', '',
+     'GTBINGLA', 'Plot 635 Akin Adesola Street, Victoria Island, Lagos',
+     '058152036'),
+    ('82000000-0000-4000-8000-000000000002', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000001', 2, 2, 3, '057', 'Zenith Bank',
+     '5070012345', 'Kano Grain Hub Ltd (USD)', '', 'ZEIBNGLA',
+     'Plot 84 Ajose Adeogun Street, Victoria Island, Lagos', '057150013'),
+    ('82000000-0000-4000-8000-000000000003', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000002', 1, 2, 1, '10070000',
+     'Deutsche Bank', '0123456789', 'Hamburg Agrar Handel GmbH',
+     'DE65100700000123456789', 'DEUTDEBBXXX',
+     'Otto-Suhr-Allee 6-16, 10585 Berlin', NULL),
+    ('82000000-0000-4000-8000-000000000004', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000003', 1, 1, 2, '011', 'First Bank',
+     '3012345678', 'Ngozi Umeh', '', 'FBNINGLA',
+     '35 Samuel Asabia House, Marina, Lagos', NULL),
+    ('82000000-0000-4000-8000-000000000005', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000004', 1, 2, 1, 'INGB', 'ING Bank',
+     '0001234567', 'Rotterdam Cocoa Traders B.V.', 'NL20INGB0001234567',
+     'INGBNL2A', 'Bijlmerdreef 106, 1102 CT Amsterdam', NULL),
+    ('82000000-0000-4000-8000-000000000006', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000005', 1, 2, 1, '30004',
+     'BNP Paribas', '00031234567890', 'Lyon Semences SARL',
+     'FR7630004000031234567890143', 'BNPAFRPP',
+     '16 boulevard des Italiens, 75009 Paris', NULL),
+    ('82000000-0000-4000-8000-000000000007', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000006', 1, 2, 1, '200000',
+     'Barclays Bank', '55779911', 'London Seed Merchants Ltd',
+     'GB60BARC20000055779911', 'BARCGB22',
+     '1 Churchill Place, London E14 5HP', NULL),
+    ('82000000-0000-4000-8000-000000000008', 'tenant-demo',
+     '81000000-0000-4000-8000-000000000007', 1, 2, 1, '044', 'Access Bank',
+     '0690000031', 'Abuja Farm Supplies', '', 'ABNGNGLA',
+     'Plot 999c Danmole Street, Victoria Island, Lagos', '044150149'),
+    ('86000000-0000-4000-8000-000000000001', 'tenant-other',
+     '85000000-0000-4000-8000-000000000001', 1, 2, 1, '8601', 'DNB Bank',
+     '11117947', 'Oslo Fisk AS', 'NO9386011117947', 'DNBANOKK',
+     'Dronning Eufemias gate 30, 0191 Oslo', NULL),
+    ('86000000-0000-4000-8000-000000000002', 'tenant-other',
+     '85000000-0000-4000-8000-000000000002', 1, 2, 1, 'MALT',
+     'Bank of Valletta', '0012345MTLCAST001S', 'Valletta Trading Ltd',
+     'MT84MALT011000012345MTLCAST001S', 'VALLMTMT',
+     '58 Triq San Zakkarija, Il-Belt Valletta', NULL),
+    ('86000000-0000-4000-8000-000000000003', 'tenant-other',
+     '85000000-0000-4000-8000-000000000003', 1, 2, 1, '033',
+     'United Bank for Africa', '2012345678', 'Calabar Port Store', '',
+     'UNAFNGLA', '57 Marina, Lagos', NULL)
+ON CONFLICT DO NOTHING;
+
+INSERT INTO counterparty_groups (id, tenant_id, merchant_id, name, description)
+VALUES
+    ('83000000-0000-4000-8000-000000000001', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Grain suppliers',
+     'Who sells us maize and sorghum')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO counterparty_group_members
+    (group_id, counterparty_id, tenant_id, merchant_id, counterparty_name,
+     position)
+VALUES
+    ('83000000-0000-4000-8000-000000000001',
+     '81000000-0000-4000-8000-000000000001', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Kano Grain Hub', 1),
+    ('83000000-0000-4000-8000-000000000001',
+     '81000000-0000-4000-8000-000000000002', 'tenant-demo',
+     '91000000-0000-4000-8000-000000000001', 'Hamburg Agrar Handel GmbH', 2)
 ON CONFLICT DO NOTHING;
 
 INSERT INTO person_documents

@@ -514,7 +514,7 @@ char *
 ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
 {
     char                     *rv;
-    const char               *m[10];
+    const char               *m[11];
     ngx_uint_t                i;
     ngx_platform_sql_t       *sql;
     ngx_platform_text_t      *t;
@@ -549,9 +549,11 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
             m[6] = sql->conflict_detail;
             m[7] = sql->reference_message;
             m[8] = sql->reference_detail;
+            m[9] = sql->refused;
+            m[10] = sql->refused_detail;
         }
 
-        for (i = 0; i < 10; i++) {
+        for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
             if (m[i] == NULL) {
                 continue;
             }

@@ -147,6 +147,8 @@ static ngx_int_t ngx_platform_check_bic(ngx_str_t *value);
 static ngx_int_t ngx_platform_check_unique(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, json_t *array, ngx_platform_field_t *field,
     ngx_str_t *name);
+static ngx_uint_t ngx_platform_same_value(ngx_platform_field_t *field,
+    json_t *a, json_t *b);
 static ngx_platform_problem_e ngx_platform_type_problem(ngx_uint_t type);
 static size_t ngx_platform_utf8_length(u_char *p, size_t len);
 
@@ -964,7 +966,7 @@ ngx_platform_check_unique(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             for (j = 0; j < i; j++) {
                 b = json_object_get(json_array_get(array, j), f->name);
 
-                if (b == NULL || !json_equal(a, b)) {
+                if (!ngx_platform_same_value(f, a, b)) {
                     continue;
                 }
 
@@ -986,6 +988,29 @@ ngx_platform_check_unique(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/* uuids are the same in either case; other values as JSON compares */
+
+static ngx_uint_t
+ngx_platform_same_value(ngx_platform_field_t *field, json_t *a, json_t *b)
+{
+    if (b == NULL) {
+        return 0;
+    }
+
+    if (field->type == NGX_PLATFORM_T_UUID && json_is_string(a)
+        && json_is_string(b))
+    {
+        return json_string_length(a) == json_string_length(b)
+               && ngx_strncasecmp((u_char *) json_string_value(a),
+                                  (u_char *) json_string_value(b),
+                                  json_string_length(a))
+                  == 0;
+    }
+
+    return json_equal(a, b);
 }
 
 

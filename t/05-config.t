@@ -28,6 +28,12 @@ EOF
 my $r = $t->check_config(conf('platform_pg "host=127.0.0.1 dbname=x";'));
 ok($r->{ok}, 'a valid configuration passes') or diag($r->{output});
 
+$r = $t->check_config(conf('platform_thread_pool bodies;',
+                           'platform_counterparties; platform_auth none;'),
+                      main => 'thread_pool bodies threads=2;');
+ok($r->{ok}, 'a thread pool declared with thread_pool')
+    or diag($r->{output});
+
 my @bad = (
     [ conf('platform_pg "host=127.0.0.1 nosuchkey=1";'),
       qr/invalid "platform_pg"/, 'unknown conninfo keyword' ],
@@ -53,6 +59,15 @@ my @bad = (
       'family outside a location' ],
     [ conf('', 'platform_pg "host=x";'),
       qr/"platform_pg" directive is not allowed/, 'platform_pg in a location' ],
+    [ conf('platform_thread_pool nosuch;',
+           'platform_counterparties; platform_auth none;'),
+      qr/unknown thread pool "nosuch"/, 'a thread pool not declared' ],
+    [ conf('', 'platform_otp; platform_thread_pool default;'),
+      qr/"platform_thread_pool" directive is not allowed/,
+      'platform_thread_pool in a location' ],
+    [ conf('', 'platform_otp; platform_document_max_size lots;'),
+      qr/"platform_document_max_size" directive invalid value/,
+      'a document size that is no size' ],
 );
 
 $t->config_refused(@$_) for @bad;

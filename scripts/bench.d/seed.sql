@@ -7,6 +7,8 @@
 --                       BENCH-000001..BENCH-010000; every other order is
 --                       ASSIGNED to a driver (so the driver join is exercised)
 -- The ids are md5 digests shaped as version-4 uuids.
+-- Merchant 93000000-0000-4000-8000-000000000001 of tenant-bench: 1,000
+-- counterparties with a bank account each (below).
 
 INSERT INTO drivers
     (id, tenant_id, country_code, user_id, name, phone, vehicle_type, status)
@@ -54,3 +56,33 @@ ON CONFLICT DO NOTHING;
 
 ANALYZE drivers;
 ANALYZE delivery_orders;
+
+-- Counterparties of the bench merchant 93000000-0000-4000-8000-000000000001
+-- of tenant-bench (the merchantId of the bench's merchant token): 1,000
+-- counterparties 88000000-0000-4000-8000-00000000NNNN, each with one bank
+-- account 89000000-0000-4000-8000-00000000NNNN, N = 1..1000. The account
+-- update row updates them; the group rows make groups of them, which
+-- scripts/bench deletes after its runs (and before, after an interrupted
+-- run), so they never pile up.
+INSERT INTO counterparties (id, tenant_id, merchant_id, name)
+SELECT ('88000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       'tenant-bench', '93000000-0000-4000-8000-000000000001',
+       'Bench Counterparty ' || g
+FROM generate_series(1, 1000) AS g
+ON CONFLICT DO NOTHING;
+
+INSERT INTO counterparty_accounts
+    (id, tenant_id, counterparty_id, account, counterparty_type,
+     account_type, bank_code, bank_name, account_number, account_name, iban,
+     swift_code, bank_address, routing_number)
+SELECT ('89000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       'tenant-bench',
+       ('88000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       1, 2, 1, '058', 'Guaranty Trust Bank', lpad(g::text, 10, '0'),
+       'Bench Counterparty ' || g, '', 'GTBINGLA',
+       'Plot 635 Akin Adesola Street, Lagos', '058152036'
+FROM generate_series(1, 1000) AS g
+ON CONFLICT DO NOTHING;
+
+ANALYZE counterparties;
+ANALYZE counterparty_accounts;
