@@ -127,6 +127,27 @@ is($r->{json}{errors}[0], 'base64 has an invalid character at position '
    'invalid at the end of 6.7 MB: says where');
 is(stored($docs[0]), "$sha $sha 5000000 1", 'and nothing was changed');
 
+# clients that go away while their document is read, parsed, decoded or
+# stored, at times spread over the work: a thread still writing into the
+# request's memory needs it to outlive the client (the sanitizer build
+# checks that); the worker goes on
+for my $wait (0.02, 0.05, 0.1, 0.15, 0.2, 0.3) {
+    my $raw = "PUT /api/v1/PersonDocuments/update HTTP/1.1\r\n"
+              . "Host: localhost\r\nAuthorization: Bearer $token\r\n"
+              . "Content-Type: application/json\r\n"
+              . 'Content-Length: ' . length($body) . "\r\n"
+              . "Connection: close\r\n\r\n$body";
+    $t->raw_request($raw, timeout => $wait);
+}
+is($t->request('GET', '/static')->{status}, 200,
+   'clients that left: the worker goes on');
+ok($t->wait_until(sub { $t->psql("SELECT count(*) FROM pg_stat_activity"
+                                 . " WHERE application_name = 'ngx_platform'"
+                                 . " AND state = 'active'") == 0 }, 10),
+   'and nothing is left running');
+is(stored($docs[0]), "$sha $sha 5000000 1",
+   'the same content from clients that left: nothing changed');
+
 ### the worker is not stalled while documents are decoded
 
 my @bodies = map { body($docs[$_], encode_base64(content(5_000_000, $_ + 1)))
