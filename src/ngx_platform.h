@@ -269,7 +269,11 @@ typedef struct {
     const char                *invalid;
     const char                *invalid_detail;
 
-    /* the operation: a statement, or code */
+    /*
+     * the operation: a statement, or code, or both: code that prepares
+     * the statement's arguments (ctx->args) and runs it with
+     * ngx_platform_run_sql()
+     */
     ngx_platform_sql_t        *sql;
     ngx_platform_handler_pt    handler;
 } ngx_platform_endpoint_t;
@@ -336,7 +340,8 @@ struct ngx_platform_ctx_s {
     ngx_str_t                  request_id;
     ngx_uint_t                 lang;
 
-    /* captures then query arguments, checked */
+    /* captures then query arguments, checked; or set by the endpoint's
+       code for its declared statement */
     ngx_str_t                  args[NGX_PLATFORM_MAX_ARGS];
     ngx_uint_t                 nargs;
 

@@ -497,7 +497,7 @@ done:
         return NGX_ERROR;
     }
 
-    if ((ep->sql == NULL) == (ep->handler == NULL)) {
+    if (ep->sql == NULL && ep->handler == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "platform_%V: \"%s\" needs a statement or a "
                            "handler", &family->name, ep->pattern);

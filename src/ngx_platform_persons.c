@@ -41,15 +41,13 @@
 
 
 /*
- * An update in progress: the statement's parameters, and what the thread
- * reads and writes. The thread touches only src, len, max, cap (read) and
+ * An update in progress: what the thread reads and writes (the
+ * statement's parameters are the request's arguments, ctx->args). The thread touches only src, len, max, cap (read) and
  * buf, size, digest, problem, position (written); all of it lives in the
  * request pool, which outlives the work.
  */
 
 typedef struct {
-    ngx_str_t                  params[8];
-
     u_char                    *src;        /* the base64 text, or NULL */
     size_t                     len;
     size_t                     max;        /* platform_document_max_size */
@@ -71,8 +69,6 @@ static void ngx_platform_persons_decode(void *data);
 static void ngx_platform_persons_decode_base64(ngx_platform_document_t *doc);
 static ngx_int_t ngx_platform_persons_document_store(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static void ngx_platform_persons_document_done(void *data,
-    ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_persons_refuse(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t status, const char *message,
     const char *format, size_t n);
@@ -124,32 +120,42 @@ static ngx_platform_sql_t  ngx_platform_persons_account = {
  * $6 content (binary), $7 its SHA-256 (binary), $8 its size.
  */
 
-static ngx_platform_pg_stmt_t  ngx_platform_persons_document_stmt = {
-    "platform_persons_document_update",
+static ngx_platform_sql_t  ngx_platform_persons_document_update_sql = {
+    { "platform_persons_document_update",
 
-    "WITH d AS ("
-    "UPDATE person_documents SET"
-    " type = coalesce($4::integer, type),"
-    " file_name = coalesce($5::text, file_name),"
-    " approved = approved"
-    " AND ($7::bytea IS NULL OR $7::bytea = content_sha256),"
-    " content = CASE WHEN $6::bytea IS NULL OR $7::bytea = content_sha256"
-    " THEN content ELSE $6::bytea END,"
-    " content_sha256 = coalesce($7::bytea, content_sha256),"
-    " content_size = coalesce($8::bigint, content_size),"
-    " updated_at = now()"
-    " WHERE id = $1::uuid AND tenant_id = $2 AND person_id = $3::uuid"
-    " RETURNING id, person_id, type, file_name, document_number, approved)"
-    " SELECT row_to_json(a)::text FROM ("
-    "SELECT id, person_id AS \"personId\", type,"
-    " 'persons/' || person_id || '/documents/' || id || '/' || file_name"
-    " AS path,"
-    " file_name AS \"fileName\", document_number AS \"documentNumber\","
-    " approved"
-    " FROM d) a",
+      "WITH d AS ("
+      "UPDATE person_documents SET"
+      " type = coalesce($4::integer, type),"
+      " file_name = coalesce($5::text, file_name),"
+      " approved = approved"
+      " AND ($7::bytea IS NULL OR $7::bytea = content_sha256),"
+      " content = CASE WHEN $6::bytea IS NULL OR $7::bytea = content_sha256"
+      " THEN content ELSE $6::bytea END,"
+      " content_sha256 = coalesce($7::bytea, content_sha256),"
+      " content_size = coalesce($8::bigint, content_size),"
+      " updated_at = now()"
+      " WHERE id = $1::uuid AND tenant_id = $2 AND person_id = $3::uuid"
+      " RETURNING id, person_id, type, file_name, document_number, approved)"
+      " SELECT row_to_json(a)::text FROM ("
+      "SELECT id, person_id AS \"personId\", type,"
+      " 'persons/' || person_id || '/documents/' || id || '/' || file_name"
+      " AS path,"
+      " file_name AS \"fileName\", document_number AS \"documentNumber\","
+      " approved"
+      " FROM d) a",
 
-    8,
-    (1 << 5) | (1 << 6)
+      8, (1 << 5) | (1 << 6) },
+
+    { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_ARG(1),
+      NGX_PLATFORM_P_ARG(2), NGX_PLATFORM_P_ARG(3), NGX_PLATFORM_P_ARG(4),
+      NGX_PLATFORM_P_ARG(5), NGX_PLATFORM_P_ARG(6) },
+    NGX_PLATFORM_ANSWER_DOCUMENT,
+
+    "Person document updated.",
+    "Person document not found.",
+    "No document with this documentId belongs to this personId.",
+    NULL, NULL, 0, NULL, NULL,
+    NULL, NULL
 };
 
 
@@ -209,7 +215,8 @@ static ngx_platform_endpoint_t  ngx_platform_persons_endpoints[] = {
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, ngx_platform_persons_document_body,
       NULL, NULL,
-      NULL, ngx_platform_persons_document_update },
+      &ngx_platform_persons_document_update_sql,
+      ngx_platform_persons_document_update },
 
     { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
@@ -296,17 +303,21 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
 
     ctx->data = doc;
 
-    value = json_object_get(ctx->json, "documentId");
-    doc->params[0].data = (u_char *) json_string_value(value);
-    doc->params[0].len = json_string_length(value);
+    /*
+     * The declared statement's arguments: the ids, then type, fileName,
+     * content, digest and size (absent: NULL data, SQL NULL, the stored
+     * value is kept)
+     */
 
-    doc->params[1] = ctx->identity.tenant;
+    ctx->nargs = 7;
+
+    value = json_object_get(ctx->json, "documentId");
+    ctx->args[0].data = (u_char *) json_string_value(value);
+    ctx->args[0].len = json_string_length(value);
 
     value = json_object_get(ctx->json, "personId");
-    doc->params[2].data = (u_char *) json_string_value(value);
-    doc->params[2].len = json_string_length(value);
-
-    /* absent: NULL data, SQL NULL, the stored value is kept */
+    ctx->args[1].data = (u_char *) json_string_value(value);
+    ctx->args[1].len = json_string_length(value);
 
     value = json_object_get(ctx->json, "type");
 
@@ -316,8 +327,8 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        doc->params[3].data = p;
-        doc->params[3].len = ngx_sprintf(p, "%L",
+        ctx->args[2].data = p;
+        ctx->args[2].len = ngx_sprintf(p, "%L",
                                          (int64_t) json_integer_value(value))
                              - p;
     }
@@ -330,8 +341,8 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
             return rc;
         }
 
-        doc->params[4].data = (u_char *) json_string_value(value);
-        doc->params[4].len = json_string_length(value);
+        ctx->args[3].data = (u_char *) json_string_value(value);
+        ctx->args[3].len = json_string_length(value);
     }
 
     value = json_object_get(ctx->json, "base64");
@@ -640,53 +651,22 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
     }
 
     if (doc->src) {
-        doc->params[5].data = doc->buf;
-        doc->params[5].len = doc->size;
+        ctx->args[4].data = doc->buf;
+        ctx->args[4].len = doc->size;
 
-        doc->params[6].data = doc->digest;
-        doc->params[6].len = NGX_PLATFORM_SHA256_LEN;
+        ctx->args[5].data = doc->digest;
+        ctx->args[5].len = NGX_PLATFORM_SHA256_LEN;
 
         p = ngx_pnalloc(r->pool, NGX_SIZE_T_LEN);
         if (p == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        doc->params[7].data = p;
-        doc->params[7].len = ngx_sprintf(p, "%uz", doc->size) - p;
+        ctx->args[6].data = p;
+        ctx->args[6].len = ngx_sprintf(p, "%uz", doc->size) - p;
     }
 
-    return ngx_platform_query(r, &ngx_platform_persons_document_stmt,
-                              doc->params,
-                              ngx_platform_persons_document_done);
-}
-
-
-static void
-ngx_platform_persons_document_done(void *data, ngx_platform_pg_op_t *op,
-    PGresult *res, ngx_int_t rc)
-{
-    ngx_http_request_t *r = data;
-
-    if (rc != NGX_OK) {
-        ngx_platform_finalize(r, ngx_platform_pg_outcome(r, NULL, res, rc));
-        return;
-    }
-
-    /* no row: no such document of this tenant and this person */
-
-    if (PQntuples(res) == 0 || PQnfields(res) != 1 || PQgetisnull(res, 0, 0))
-    {
-        ngx_platform_finalize(r, ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                   "Person document not found.",
-                   "No document with this documentId belongs to this "
-                   "personId."));
-        return;
-    }
-
-    ngx_platform_finalize(r, ngx_platform_send_ok(r,
-                                 "Person document updated.",
-                                 (u_char *) PQgetvalue(res, 0, 0),
-                                 PQgetlength(res, 0, 0)));
+    return ngx_platform_run_sql(r, ctx);
 }
 
 
