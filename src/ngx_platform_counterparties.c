@@ -76,7 +76,7 @@ static ngx_platform_sql_t  ngx_platform_counterparties_account = {
     "Counterparty bank account not found.",
     "No bank account of the merchant's counterparties has this id.",
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 
@@ -138,7 +138,8 @@ static ngx_platform_sql_t  ngx_platform_counterparties_group = {
     "Invalid group member.",
     "A member is not a counterparty of the merchant.",
     "Invalid group member.",
-    "%s is not a counterparty of the merchant."
+    "%s is not a counterparty of the merchant.",
+    NULL
 };
 
 

@@ -37,7 +37,7 @@ static ngx_platform_sql_t  ngx_platform_invoices_delete_tax = {
     "Tax setting not found.",
     "No tax setting with this id exists.",
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 

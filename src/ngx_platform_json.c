@@ -518,6 +518,7 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
     ngx_uint_t                i;
     ngx_platform_sql_t       *sql;
     ngx_platform_text_t      *t;
+    ngx_platform_outcome_t   *o;
     ngx_platform_endpoint_t  *ep;
 
     if (family->envelope != NGX_PLATFORM_ENVELOPE_A) {
@@ -561,6 +562,20 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
             rv = ngx_platform_check_text(cf, family, m[i]);
             if (rv != NGX_CONF_OK) {
                 return rv;
+            }
+        }
+
+        for (o = sql ? sql->outcomes : NULL; o && o->name; o++) {
+            rv = ngx_platform_check_text(cf, family, o->message);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+
+            if (o->detail) {
+                rv = ngx_platform_check_text(cf, family, o->detail);
+                if (rv != NGX_CONF_OK) {
+                    return rv;
+                }
             }
         }
     }

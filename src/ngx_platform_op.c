@@ -25,6 +25,7 @@ static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
     ngx_platform_sql_t *sql, PGresult *res);
 static ngx_int_t ngx_platform_sql_missing(ngx_http_request_t *r,
     ngx_platform_sql_t *sql);
+static ngx_int_t ngx_platform_sql_raw(ngx_http_request_t *r, PGresult *res);
 static ngx_int_t ngx_platform_sql_refuse(ngx_http_request_t *r,
     ngx_platform_sql_t *sql, PGresult *res);
 static ngx_uint_t ngx_platform_sqlstate_is(char *state, char *prefix);
@@ -204,6 +205,7 @@ ngx_platform_sql_answer(ngx_http_request_t *r, ngx_platform_sql_t *sql,
         return ngx_platform_answer(r, NGX_HTTP_OK, sql->ok, NULL, &data);
 
     case NGX_PLATFORM_ANSWER_CHECKED:
+    case NGX_PLATFORM_ANSWER_RAW:
         if (PQnfields(res) != 2) {
             break;
         }
@@ -214,6 +216,10 @@ ngx_platform_sql_answer(ngx_http_request_t *r, ngx_platform_sql_t *sql,
 
         if (PQgetisnull(res, 0, 1)) {
             return ngx_platform_sql_missing(r, sql);
+        }
+
+        if (sql->answer == NGX_PLATFORM_ANSWER_RAW) {
+            return ngx_platform_sql_raw(r, res);
         }
 
         return ngx_platform_send_ok(r, sql->ok,
@@ -248,26 +254,59 @@ ngx_platform_sql_missing(ngx_http_request_t *r, ngx_platform_sql_t *sql)
 }
 
 
+/* the statement built the whole body: it is sent as it is, from the pool */
+
+static ngx_int_t
+ngx_platform_sql_raw(ngx_http_request_t *r, PGresult *res)
+{
+    u_char  *body;
+    size_t   len;
+
+    len = PQgetlength(res, 0, 1);
+
+    body = ngx_pnalloc(r->pool, len);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(body, PQgetvalue(res, 0, 1), len);
+
+    return ngx_platform_send_raw(r, NGX_HTTP_OK, body, len);
+}
+
+
 /*
- * The statement refused the request, saying which input is at fault:
- * 400 with the declared detail, in the request's language, the refusal's
- * text in place of its "%s".
+ * The statement refused the request: a refusal it names in the declared
+ * outcomes answers as that outcome says; any other says which input is
+ * at fault: 400 with the declared detail, in the request's language, the
+ * refusal's text in place of its "%s".
  */
 
 static ngx_int_t
 ngx_platform_sql_refuse(ngx_http_request_t *r, ngx_platform_sql_t *sql,
     PGresult *res)
 {
-    u_char              *p, *detail;
-    size_t               len, n;
-    ngx_str_t            refusal;
-    const char          *text, *pos;
-    ngx_platform_ctx_t  *ctx;
+    u_char                  *p, *detail;
+    size_t                   len, n;
+    ngx_str_t                refusal;
+    const char              *text, *pos;
+    ngx_platform_ctx_t      *ctx;
+    ngx_platform_outcome_t  *o;
 
     ctx = ngx_platform_get_ctx(r);
 
     refusal.data = (u_char *) PQgetvalue(res, 0, 0);
-    refusal.len = ngx_min((size_t) PQgetlength(res, 0, 0), 256);
+    refusal.len = PQgetlength(res, 0, 0);
+
+    for (o = sql->outcomes; o && o->name; o++) {
+        if (refusal.len == ngx_strlen(o->name)
+            && ngx_strncmp(refusal.data, o->name, refusal.len) == 0)
+        {
+            return ngx_platform_fail(r, o->status, o->message, o->detail);
+        }
+    }
+
+    refusal.len = ngx_min(refusal.len, 256);
 
     text = ngx_platform_text(ctx, sql->refused_detail ? sql->refused_detail
                                                       : "%s");

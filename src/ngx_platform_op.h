@@ -36,6 +36,23 @@
                                             total, data (paged Envelope A) */
 #define NGX_PLATFORM_ANSWER_CHECKED   4  /* a row: a refusal, NULL when none,
                                             then data */
+#define NGX_PLATFORM_ANSWER_RAW       5  /* as CHECKED, but the data is the
+                                            whole body, no envelope */
+
+
+/*
+ * A refusal the statement names (ANSWER_CHECKED, ANSWER_RAW): when the
+ * first column's text is name, the answer is this status and these texts.
+ * The statement decides, under its own locks, why a request cannot be
+ * done (an order already delivered: 409; a caller who is not the task's
+ * sampler: 403); the table says how that reads to the client.
+ */
+typedef struct {
+    const char                *name;
+    ngx_uint_t                 status;
+    const char                *message;
+    const char                *detail;
+} ngx_platform_outcome_t;
 
 
 struct ngx_platform_sql_s {
@@ -65,6 +82,9 @@ struct ngx_platform_sql_s {
      */
     const char                *refused;
     const char                *refused_detail;
+
+    /* named refusals, ended by a NULL name; others are "refused" above */
+    ngx_platform_outcome_t    *outcomes;
 };
 
 

@@ -105,7 +105,7 @@ static ngx_platform_sql_t  ngx_platform_persons_account = {
     "Person account not found.",
     "No person account with this id exists.",
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 
@@ -155,7 +155,7 @@ static ngx_platform_sql_t  ngx_platform_persons_document_update_sql = {
     "Person document not found.",
     "No document with this documentId belongs to this personId.",
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 
@@ -177,7 +177,7 @@ static ngx_platform_sql_t  ngx_platform_persons_document_delete = {
     "Person document not found.",
     "No person document with this id exists.",
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 

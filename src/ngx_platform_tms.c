@@ -50,7 +50,7 @@ static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
     "Delivery order not found.",
     "No delivery order with this id exists.",
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 

@@ -58,7 +58,7 @@ static ngx_platform_sql_t  ngx_platform_transfers_list = {
     "Bank transfers retrieved.",
     NULL, NULL,
     NULL, NULL, 0, NULL, NULL,
-    NULL, NULL
+    NULL, NULL, NULL
 };
 
 
