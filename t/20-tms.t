@@ -9,13 +9,20 @@ use warnings;
 use lib 't/lib';
 use Test::More;
 use Platform::Test;
+use Platform::JWT;
 
 my $t = Platform::Test->new();
+my $k = Platform::JWT::keys($t->testdir . '/keys');
 
+# the location keeps every route's default: the vehicles and drivers
+# routes need a token key, the delivery order GET only the headers
 $t->run(<<'EOF');
     server {
         listen 127.0.0.1:%%PORT%%;
-        location /tms/ { platform_tms; }
+        location /tms/ {
+            platform_tms;
+            platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
+        }
     }
 EOF
 

@@ -19,6 +19,7 @@ my $tms = <<'EOF';
 
         location /tms/ {
             platform_tms;
+            platform_auth tenant;
             client_max_body_size 1k;
         }
     }

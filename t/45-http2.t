@@ -32,7 +32,7 @@ $t->run(<<'EOF');
         ssl_certificate %%TESTDIR%%/cert.pem;
         ssl_certificate_key %%TESTDIR%%/key.pem;
 
-        location /tms/ { platform_tms; }
+        location /tms/ { platform_tms; platform_auth tenant; }
         location /api/v1/products/ { platform_products; }
     }
 EOF

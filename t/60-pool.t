@@ -22,7 +22,7 @@ $t->run(<<'EOF');
 
     server {
         listen 127.0.0.1:%%PORT%%;
-        location /tms/ { platform_tms; }
+        location /tms/ { platform_tms; platform_auth tenant; }
         location /api/v1/products/ { platform_products; }
     }
 EOF

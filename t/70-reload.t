@@ -18,7 +18,7 @@ my $conf = <<'EOF';
     server {
         listen 127.0.0.1:%%PORT%%;
         location /api/v1/products/ { platform_products; }
-        location /tms/ { platform_tms; }
+        location /tms/ { platform_tms; platform_auth tenant; }
         location /validate-otp/ {
             platform_otp;
             platform_otp_attempts 1000 5m;

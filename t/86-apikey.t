@@ -87,6 +87,8 @@ $t->run(<<'EOF');
 
     server {
         listen 127.0.0.1:%%PORT_7%%;
+        # the TMS vehicles and drivers routes default to a bearer token
+        platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
         location /validate-otp/ { platform_otp; }
         location /tms/ { platform_tms; }
     }

@@ -25,7 +25,7 @@ my $snippet = <<'EOF';
 
     server {
         listen 127.0.0.1:%%PORT%%;
-        location /tms/ { platform_tms; }
+        location /tms/ { platform_tms; platform_auth tenant; }
     }
 EOF
 
