@@ -199,6 +199,7 @@ SQL
     $t->wait_until(sub {
         $t->psql("SELECT count(*) FROM pg_stat_activity"
                  . " WHERE query LIKE '%pg_sleep($seconds)%'"
+                 . " AND datname = current_database()"
                  . " AND state = 'active' AND pid <> pg_backend_pid()")
     }, 5) or die "hold_rows: the row lock was not taken\n";
     return $h;
