@@ -474,3 +474,172 @@ FROM (VALUES
 WHERE NOT EXISTS (SELECT 1 FROM task_request_history x
                   WHERE x.task_id = h.task_id::uuid)
 ORDER BY h.n;
+
+-- Transport management, more of it (migration 0008), and trade process
+-- flows (migration 0009). Ids:
+--   drivers          d1000000-0000-4000-8000-00000000000N   (tenant-demo,
+--                    5-9 besides 1-4 above)
+--                    d2000000-0000-4000-8000-00000000000N   (tenant-other,
+--                    3-6 besides 1-2 above)
+--                    tenant-demo NG: 1 MOTORCYCLE, 2 and 5 VAN, 8 TRUCK
+--                    AVAILABLE; 3 TRUCK (order 3), 6 MOTORCYCLE (order 6)
+--                    and 7 VAN (order 7) ON_DELIVERY; 4 VAN OFFLINE;
+--                    9 VAN AVAILABLE in GH (not listed with countryCode NG).
+--                    tenant-other NG: 1 MOTORCYCLE, 3 VAN AVAILABLE;
+--                    2 TRUCK (order 3), 4 VAN (order 6), 5 MOTORCYCLE
+--                    (order 7) ON_DELIVERY; 6 TRUCK OFFLINE.
+--   delivery orders  a1000000-0000-4000-8000-00000000000N   (tenant-demo:
+--                    6 PICKED_UP, 7 IN_TRANSIT, 8 PENDING, 9 PENDING in GH)
+--                    a2000000-0000-4000-8000-00000000000N   (tenant-other:
+--                    6 ASSIGNED, 7 PICKED_UP)
+--                    With the orders above, each tenant has one in every
+--                    status. Assign order 1 or 2 (PENDING) to an AVAILABLE
+--                    driver; order 4 (DELIVERED) and 5 (CANCELLED) are 409.
+--   vehicles         31000000-0000-4000-8000-00000000000N   (tenant-demo:
+--                    1 driven by driver 1, 2 by 2, 3 by 3, 4 and 5 without a
+--                    driver, 6 in GH)
+--                    32000000-0000-4000-8000-00000000000N   (tenant-other:
+--                    1 driven by its driver 1, 2 by 2, 3 without)
+--   drivers' user ids  user-demo-driver-N, user-other-driver-N (driverUserId
+--                    of the vehicle update)
+--   trade flows      21000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    22000000-0000-4000-8000-00000000000N   (tenant-other)
+
+INSERT INTO drivers
+    (id, tenant_id, country_code, user_id, name, phone, vehicle_type, status)
+VALUES
+    ('d1000000-0000-4000-8000-000000000005', 'tenant-demo', 'NG',
+     'user-demo-driver-5', 'Ifeanyi Nwosu', '+2348010000005', 'VAN',
+     'AVAILABLE'),
+    ('d1000000-0000-4000-8000-000000000006', 'tenant-demo', 'NG',
+     'user-demo-driver-6', 'Yusuf Garba', '+2348010000006', 'MOTORCYCLE',
+     'ON_DELIVERY'),
+    ('d1000000-0000-4000-8000-000000000007', 'tenant-demo', 'NG',
+     'user-demo-driver-7', 'Blessing Okon', '+2348010000007', 'VAN',
+     'ON_DELIVERY'),
+    ('d1000000-0000-4000-8000-000000000008', 'tenant-demo', 'NG',
+     'user-demo-driver-8', 'Olumide Ajayi', '+2348010000008', 'TRUCK',
+     'AVAILABLE'),
+    ('d1000000-0000-4000-8000-000000000009', 'tenant-demo', 'GH',
+     'user-demo-driver-9', 'Kwabena Asante', '+233240000009', 'VAN',
+     'AVAILABLE'),
+    ('d2000000-0000-4000-8000-000000000003', 'tenant-other', 'NG',
+     'user-other-driver-3', 'Tolu Ogunleye', '+2348020000003', 'VAN',
+     'AVAILABLE'),
+    ('d2000000-0000-4000-8000-000000000004', 'tenant-other', 'NG',
+     'user-other-driver-4', 'Amina Lawal', '+2348020000004', 'VAN',
+     'ON_DELIVERY'),
+    ('d2000000-0000-4000-8000-000000000005', 'tenant-other', 'NG',
+     'user-other-driver-5', 'Chukwuma Eze', '+2348020000005', 'MOTORCYCLE',
+     'ON_DELIVERY'),
+    ('d2000000-0000-4000-8000-000000000006', 'tenant-other', 'NG',
+     'user-other-driver-6', 'Garba Musa', '+2348020000006', 'TRUCK',
+     'OFFLINE')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO delivery_orders
+    (id, tenant_id, country_code, order_number, status,
+     pickup_address, dropoff_address, driver_id, shipping_fee, currency,
+     assigned_at)
+SELECT o.id::uuid, o.tenant_id, o.country_code, o.order_number, o.status,
+       jsonb_build_object('address', o.p_address, 'city', o.p_city,
+                          'country', o.country_code,
+                          'contactName', o.p_contact),
+       jsonb_build_object('address', o.d_address, 'city', o.d_city,
+                          'country', o.country_code,
+                          'contactName', o.d_contact),
+       o.driver_id::uuid, o.fee,
+       CASE WHEN o.fee IS NOT NULL THEN
+           CASE o.country_code WHEN 'GH' THEN 'GHS' ELSE 'NGN' END END,
+       CASE WHEN o.driver_id IS NOT NULL
+            THEN timestamptz '2024-05-02 08:30:00+01' END
+FROM (VALUES
+    ('a1000000-0000-4000-8000-000000000006', 'tenant-demo', 'NG', 'DO-1006',
+     'PICKED_UP', 'd1000000-0000-4000-8000-000000000006', 1200.00,
+     '2 Bompai Road', 'Kano', 'Bompai Depot',
+     '15 Adeola Odeku Street', 'Lagos', 'Kemi Alade'),
+    ('a1000000-0000-4000-8000-000000000007', 'tenant-demo', 'NG', 'DO-1007',
+     'IN_TRANSIT', 'd1000000-0000-4000-8000-000000000007', 3100.00,
+     '6 Trans-Amadi Road', 'Port Harcourt', 'Rivers Cold Store',
+     '1 Ring Road', 'Ibadan', 'Segun Ojo'),
+    ('a1000000-0000-4000-8000-000000000008', 'tenant-demo', 'NG', 'DO-1008',
+     'PENDING', NULL, NULL,
+     '22 Murtala Mohammed Way', 'Kaduna', 'Kaduna Mills',
+     '9 Ahmadu Bello Way', 'Abuja', 'Zainab Bello'),
+    ('a1000000-0000-4000-8000-000000000009', 'tenant-demo', 'GH', 'DO-1009',
+     'PENDING', NULL, NULL,
+     'Tema Port, Shed 4', 'Tema', 'Tema Cocoa Shed',
+     '5 Oxford Street', 'Accra', 'Ama Owusu'),
+    ('a2000000-0000-4000-8000-000000000006', 'tenant-other', 'NG',
+     'DO-1006', 'ASSIGNED', 'd2000000-0000-4000-8000-000000000004', 1650.00,
+     '3 Ogui Road', 'Enugu', 'Enugu Yam Store',
+     '40 Allen Avenue', 'Lagos', 'Tayo Bello'),
+    ('a2000000-0000-4000-8000-000000000007', 'tenant-other', 'NG',
+     'DO-1007', 'PICKED_UP', 'd2000000-0000-4000-8000-000000000005', 780.00,
+     '8 Lafia Road', 'Makurdi', 'Benue Sesame Co',
+     '12 Zoo Road', 'Kano', 'Hauwa Idris')
+) AS o (id, tenant_id, country_code, order_number, status, driver_id, fee,
+        p_address, p_city, p_contact, d_address, d_city, d_contact)
+ON CONFLICT DO NOTHING;
+
+-- ON CONFLICT names the primary key: the unique driver_id is deferrable,
+-- and PostgreSQL takes no deferrable constraint as an arbiter
+INSERT INTO vehicles
+    (id, tenant_id, country_code, driver_id, license_plate, model,
+     manufacturer, type, colour, year, capacity, condition, image_url,
+     carrier_id, carrier_phone_number)
+VALUES
+    ('31000000-0000-4000-8000-000000000001', 'tenant-demo', 'NG',
+     'd1000000-0000-4000-8000-000000000001', 'KAN-102-MC', 'Boxer BM150',
+     'Bajaj', 'MOTORCYCLE', 'red', 2021, 120, 'GOOD',
+     'https://images.example/vehicles/boxer.png', 'carrier-demo-1',
+     '+2348050000001'),
+    ('31000000-0000-4000-8000-000000000002', 'tenant-demo', 'NG',
+     'd1000000-0000-4000-8000-000000000002', 'LAG-221-VN', 'Hiace',
+     'Toyota', 'VAN', 'white', 2018, 1250.5, 'GOOD', NULL,
+     'carrier-demo-1', '+2348050000001'),
+    ('31000000-0000-4000-8000-000000000003', 'tenant-demo', 'NG',
+     'd1000000-0000-4000-8000-000000000003', 'KAD-884-TR', 'Actros 1840',
+     'Mercedes-Benz', 'TRUCK', 'blue', 2016, 18000, 'FAIR', NULL,
+     'carrier-demo-2', '+2348050000002'),
+    ('31000000-0000-4000-8000-000000000004', 'tenant-demo', 'NG', NULL,
+     'ABJ-310-VN', 'Transit', 'Ford', 'VAN', 'silver', 2020, 1400, 'NEW',
+     NULL, 'carrier-demo-2', '+2348050000002'),
+    ('31000000-0000-4000-8000-000000000005', 'tenant-demo', 'NG', NULL,
+     'LAG-990-TR', 'FH16', 'Volvo', 'TRUCK', 'green', 2019, 24000.25,
+     'NEEDS_REPAIR', NULL, NULL, NULL),
+    ('31000000-0000-4000-8000-000000000006', 'tenant-demo', 'GH', NULL,
+     'GR-2231-22', 'Sprinter', 'Mercedes-Benz', 'VAN', 'yellow', 2022, 1600,
+     'GOOD', NULL, 'carrier-gh-1', '+233240000100'),
+    ('32000000-0000-4000-8000-000000000001', 'tenant-other', 'NG',
+     'd2000000-0000-4000-8000-000000000001', 'ENU-411-MC', 'CT100', 'Bajaj',
+     'MOTORCYCLE', 'black', 2022, 100, 'GOOD', NULL, 'carrier-other-1',
+     '+2348060000001'),
+    ('32000000-0000-4000-8000-000000000002', 'tenant-other', 'NG',
+     'd2000000-0000-4000-8000-000000000002', 'PHC-702-TR', 'Canter',
+     'Mitsubishi', 'TRUCK', 'white', 2015, 5000, 'FAIR', NULL,
+     'carrier-other-1', '+2348060000001'),
+    ('32000000-0000-4000-8000-000000000003', 'tenant-other', 'NG', NULL,
+     'CAL-118-VN', 'Urvan', 'Nissan', 'VAN', 'grey', 2017, 1100, 'GOOD',
+     NULL, NULL, NULL)
+ON CONFLICT (id) DO NOTHING;
+
+INSERT INTO trade_process_flows (id, tenant_id, name, description) VALUES
+    ('21000000-0000-4000-8000-000000000001', 'tenant-demo',
+     'Cocoa export', 'Farm gate purchase, grading, warehousing, export'
+     || ' permit, shipment from Lagos port'),
+    ('21000000-0000-4000-8000-000000000002', 'tenant-demo',
+     'Maize import', 'Letter of credit, inspection, port clearance,'
+     || ' delivery to the mill'),
+    ('21000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'Sesame export_EU', 'Export to the European Union: lab analysis,'
+     || ' phytosanitary certificate, shipment'),
+    ('21000000-0000-4000-8000-000000000004', 'tenant-demo',
+     'Domestic 100% prepaid sale', 'Payment before pickup, then delivery'),
+    ('21000000-0000-4000-8000-000000000005', 'tenant-demo',
+     'Cashew export', 'Aggregation, drying, bagging, export'),
+    ('22000000-0000-4000-8000-000000000001', 'tenant-other',
+     'Yam export', 'Sorting, packing, cold chain, export'),
+    ('22000000-0000-4000-8000-000000000002', 'tenant-other',
+     'Rice import', 'Import permit, port clearance, warehousing')
+ON CONFLICT DO NOTHING;
