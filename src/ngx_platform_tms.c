@@ -240,15 +240,19 @@ static ngx_platform_sql_t  ngx_platform_tms_drivers = {
  * PATCH /tms/delivery-orders/{uuid}/assign/{driverId}?shippingFee=, one
  * statement and so one transaction (decisions.md "TMS"):
  *
- * o: the order of the tenant in the country, locked first (FOR UPDATE
- *    reads its latest version, also when another assign changed it while
- *    this one waited); none is 404. same: it is already assigned to this
- *    driver (or picked up, in transit by him): nothing changes but the
- *    fee, when one is given.
- * d: the driver taken: an AVAILABLE driver of the tenant in the country
- *    becomes ON_DELIVERY. Of many assigns of one driver the first takes
- *    the row lock; the others wait, find him ON_DELIVERY and take
- *    nothing: they are refused, and only one order holds him.
+ * o: the order of the tenant in the country, locked first (a locking
+ *    read gives its latest version, also when another assign changed it
+ *    while this one waited); none is 404. same: it is already assigned to
+ *    this driver (or picked up, in transit by him): nothing changes but
+ *    the fee, when one is given.
+ * k: the driver named, of the tenant in the country, locked whatever his
+ *    status, and read as he is once the lock is had: of many assigns of
+ *    one driver the first takes the lock; the others wait, then find him
+ *    ON_DELIVERY. (A status test in d's WHERE would be made on the
+ *    statement's snapshot, and a driver freed by the assign this one
+ *    waited for would be refused.)
+ * d: he becomes ON_DELIVERY if he was AVAILABLE; else nothing is taken,
+ *    the request is refused, and only one order ever holds him.
  * u: the order becomes ASSIGNED with the driver, the fee (none given:
  *    the stored one stays) and the time, only if d took the driver.
  * f: the driver the order had is freed (AVAILABLE) when another takes
@@ -256,7 +260,9 @@ static ngx_platform_sql_t  ngx_platform_tms_drivers = {
  *    SET reads his latest version, not the statement's snapshot.
  *
  * Locks are taken in one order, the order's row then the drivers'; a
- * deadlock all the same is retried once by the runner.
+ * deadlock all the same is retried once by the runner. They are NO KEY
+ * UPDATE locks, as an UPDATE takes: a vehicle update that checks its
+ * driver's foreign key (KEY SHARE) does not wait for them.
  */
 
 static ngx_platform_outcome_t  ngx_platform_tms_assign_outcomes[] = {
@@ -281,12 +287,14 @@ static ngx_platform_sql_t  ngx_platform_tms_assign = {
       " FROM delivery_orders x, a"
       " WHERE x.id = $1::uuid AND x.tenant_id = $4 AND x.country_code = $5"
       " AND (a.fee IS NULL OR a.fee = round(a.fee, 2))"
-      " FOR UPDATE OF x),"
+      " FOR NO KEY UPDATE OF x),"
+      " k AS MATERIALIZED (SELECT r.id, r.status FROM drivers r, o"
+      " WHERE NOT o.closed AND NOT o.same"
+      " AND r.id = $2::uuid AND r.tenant_id = $4 AND r.country_code = $5"
+      " FOR NO KEY UPDATE OF r),"
       " d AS (UPDATE drivers r SET status = 'ON_DELIVERY',"
       " updated_at = now()"
-      " FROM o WHERE NOT o.closed AND NOT o.same"
-      " AND r.id = $2::uuid AND r.tenant_id = $4 AND r.country_code = $5"
-      " AND r.status = 'AVAILABLE'"
+      " FROM k WHERE r.id = k.id AND k.status = 'AVAILABLE'"
       " RETURNING r.id),"
       " u AS (UPDATE delivery_orders x SET"
       " status = CASE WHEN o.same THEN x.status ELSE 'ASSIGNED' END,"
