@@ -6,6 +6,21 @@
 --   10,000 orders       ids derived from md5('bench-order-N'), order numbers
 --                       BENCH-000001..BENCH-010000; every other order is
 --                       ASSIGNED to a driver (so the driver join is exercised)
+--   20 vehicles         ids derived from md5('bench-vehicle-N'), vehicle N
+--                       driven by driver N: the available drivers row lists
+--                       the 10 AVAILABLE drivers, each with his vehicle
+-- Tenant tenant-bench, country GH (the assign row, apart from the NG rows):
+--   2,000 drivers       ids from md5('bench-assign-driver-N')
+--   1,000 orders        ids from md5('bench-assign-order-N'), order numbers
+--                       BENCH-A-0001..BENCH-A-1000; order N is ASSIGNED to
+--                       driver 2N-1 (ON_DELIVERY) and driver 2N is
+--                       AVAILABLE. The assign row names one of the two at
+--                       random: the other (a reassign: the driver taken,
+--                       the first freed) or the one the order has (its fee
+--                       replaced). Either way the pair keeps one driver on
+--                       the order and one AVAILABLE, so every request is
+--                       200, and this file puts each pair back as above at
+--                       every run.
 -- The ids are md5 digests shaped as version-4 uuids.
 -- Merchant 93000000-0000-4000-8000-000000000001 of tenant-bench: 1,000
 -- counterparties with a bank account each (below).
@@ -54,8 +69,60 @@ FROM (SELECT g, md5('bench-order-' || g) AS h,
       FROM generate_series(1, 10000) AS g) AS s
 ON CONFLICT DO NOTHING;
 
+INSERT INTO vehicles
+    (id, tenant_id, country_code, driver_id, license_plate, model,
+     manufacturer, type, colour, year, capacity, condition)
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3)
+        || '-8' || substr(h, 18, 3) || '-' || substr(h, 21, 12))::uuid,
+       'tenant-bench', 'NG',
+       (substr(dh, 1, 8) || '-' || substr(dh, 9, 4) || '-4'
+        || substr(dh, 14, 3) || '-8' || substr(dh, 18, 3) || '-'
+        || substr(dh, 21, 12))::uuid,
+       'BENCH-' || lpad(g::text, 3, '0'), 'Model ' || g, 'Bench Motors',
+       (ARRAY['MOTORCYCLE', 'VAN', 'TRUCK'])[1 + g % 3], 'white',
+       2015 + g % 8, 100 * g, 'GOOD'
+FROM (SELECT g, md5('bench-vehicle-' || g) AS h,
+             md5('bench-driver-' || g) AS dh
+      FROM generate_series(1, 20) AS g) AS s
+ON CONFLICT (id) DO NOTHING;
+
+-- the assign row's pairs, put back at every run (ON CONFLICT ... DO UPDATE)
+INSERT INTO drivers
+    (id, tenant_id, country_code, user_id, name, phone, vehicle_type, status)
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3)
+        || '-8' || substr(h, 18, 3) || '-' || substr(h, 21, 12))::uuid,
+       'tenant-bench', 'GH', 'user-bench-assign-driver-' || g,
+       'Bench Assign Driver ' || g, '+23324' || lpad(g::text, 7, '0'), 'VAN',
+       CASE WHEN g % 2 = 1 THEN 'ON_DELIVERY' ELSE 'AVAILABLE' END
+FROM (SELECT g, md5('bench-assign-driver-' || g) AS h
+      FROM generate_series(1, 2000) AS g) AS s
+ON CONFLICT (id) DO UPDATE SET status = excluded.status;
+
+INSERT INTO delivery_orders
+    (id, tenant_id, country_code, order_number, status,
+     pickup_address, dropoff_address, driver_id, shipping_fee, currency,
+     assigned_at)
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3)
+        || '-8' || substr(h, 18, 3) || '-' || substr(h, 21, 12))::uuid,
+       'tenant-bench', 'GH', 'BENCH-A-' || lpad(g::text, 4, '0'), 'ASSIGNED',
+       jsonb_build_object('address', g || ' Harbour Road', 'city', 'Tema',
+                          'country', 'GH'),
+       jsonb_build_object('address', g || ' Oxford Street', 'city', 'Accra',
+                          'country', 'GH'),
+       (substr(dh, 1, 8) || '-' || substr(dh, 9, 4) || '-4'
+        || substr(dh, 14, 3) || '-8' || substr(dh, 18, 3) || '-'
+        || substr(dh, 21, 12))::uuid,
+       100, 'GHS', timestamptz '2024-05-01 09:00:00+00'
+FROM (SELECT g, md5('bench-assign-order-' || g) AS h,
+             md5('bench-assign-driver-' || (2 * g - 1)) AS dh
+      FROM generate_series(1, 1000) AS g) AS s
+ON CONFLICT (id) DO UPDATE SET status = excluded.status,
+    driver_id = excluded.driver_id, shipping_fee = excluded.shipping_fee,
+    assigned_at = excluded.assigned_at;
+
 ANALYZE drivers;
 ANALYZE delivery_orders;
+ANALYZE vehicles;
 
 -- Counterparties of the bench merchant 93000000-0000-4000-8000-000000000001
 -- of tenant-bench (the merchantId of the bench's merchant token): 1,000
