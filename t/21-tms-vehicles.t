@@ -492,20 +492,30 @@ is($r->{content}, '', 'no body');
 # one after the other (the second moves him), or the second finds the
 # first's link not yet committed and is 409; never is he on both, nor
 # dropped from both. In every other round a transaction of the test holds
-# both vehicles' rows first, so that both requests wait, then run at the
-# same time: the second is then always 409.
+# both vehicles' rows first, and lets them go once both requests wait for
+# them (or after 5 s): they then run at the same time, and the second is
+# always 409.
 sub hold_vehicles {
-    my ($seconds) = @_;
     my $h = $t->psql_async(<<"SQL");
 BEGIN;
 SELECT 1 FROM vehicles WHERE id IN ('$V{1}', '$V{2}') FOR UPDATE;
-SELECT pg_sleep($seconds);
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 250 LOOP
+        PERFORM pg_stat_clear_snapshot();
+        EXIT WHEN (SELECT count(*) FROM pg_stat_activity
+                   WHERE application_name = 'ngx_platform'
+                     AND wait_event_type = 'Lock') >= 2;
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+END
+\$\$;
 COMMIT;
 SQL
     $t->wait_until(sub {
-        $t->psql("SELECT count(*) FROM pg_stat_activity"
-                 . " WHERE query LIKE '%pg_sleep($seconds)%'"
-                 . " AND state = 'active' AND pid <> pg_backend_pid()")
+        $t->psql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
+                 . " ON c.oid = l.relation WHERE c.relname = 'vehicles'"
+                 . " AND l.mode = 'RowShareLock' AND l.granted")
     }, 5) or die "hold_vehicles: the row locks were not taken\n";
     return $h;
 }
@@ -514,7 +524,7 @@ my (%seen, %locked, $conflict);
 my ($both, $none) = (0, 0);
 for my $round (1 .. 10) {
     put($_, { assignDriver => JSON::PP::false }) for @V{1, 2};
-    my $lock = $round % 2 ? hold_vehicles(0.4) : undef;
+    my $lock = $round % 2 ? hold_vehicles() : undef;
     my @h = map {
         $t->request_async('PUT', "/tms/vehicles/$_",
             headers => { %{hdrs()}, 'Content-Type' => 'application/json' },

@@ -442,24 +442,42 @@ sub waiting_for_locks {
                     . " AND wait_event_type = 'Lock'");
 }
 
-my $lock = $t->psql_async("BEGIN; SELECT 1 FROM delivery_orders"
-                          . " WHERE id = '$O{12}' FOR UPDATE;"
-                          . " SELECT pg_sleep(1.5); COMMIT;");
+# the order's row, held by a transaction of the test until two requests
+# wait for locks (or 5 s)
+my $lock = $t->psql_async(<<"SQL");
+BEGIN;
+SELECT 1 FROM delivery_orders WHERE id = '$O{12}' FOR UPDATE;
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 250 LOOP
+        PERFORM pg_stat_clear_snapshot();
+        EXIT WHEN (SELECT count(*) FROM pg_stat_activity
+                   WHERE application_name = 'ngx_platform'
+                     AND wait_event_type = 'Lock') >= 2;
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+END
+\$\$;
+SELECT pg_stat_clear_snapshot();
+SELECT 'waiting: ' || count(*) FROM pg_stat_activity
+WHERE application_name = 'ngx_platform' AND wait_event_type = 'Lock';
+COMMIT;
+SQL
 $t->wait_until(sub {
-    $t->psql("SELECT count(*) FROM pg_stat_activity WHERE query"
-             . " LIKE '%pg_sleep(1.5)%' AND state = 'active'"
-             . " AND pid <> pg_backend_pid()")
+    $t->psql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
+             . " ON c.oid = l.relation WHERE c.relname = 'delivery_orders'"
+             . " AND l.mode = 'RowShareLock' AND l.granted")
 }, 5) or die "the order's row lock was not taken\n";
 my $first = $t->request_async('PATCH', "/tms/delivery-orders/$O{12}/assign/"
                                        . $D{12}, headers => \%a);
-$t->wait_until(sub { waiting_for_locks() >= 1 }, 5);
+ok($t->wait_until(sub { waiting_for_locks() >= 1 }, 5),
+   'the first reassign waits for the order');
 my $second = $t->request_async('PATCH', "/tms/delivery-orders/$O{12}/assign/"
                                         . $D{11}, headers => \%a);
-ok($t->wait_until(sub { waiting_for_locks() >= 2 }, 5),
-   'both reassigns wait for the order');
 is_assigned($first->wait, 'the first reassign');
 is_assigned($second->wait, 'the second, to the driver the first freed');
-$lock->wait;
+like($lock->wait, qr/^waiting: 2$/m,
+     'both waited for the order when it was let go');
 is(get($O{12})->{driver}{id}, $D{11}, 'the second one holds it');
 is(status_of($D{11}), 'ON_DELIVERY', 'he is ON_DELIVERY');
 is(status_of($D{12}), 'AVAILABLE', 'the first one is freed again');
