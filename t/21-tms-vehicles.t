@@ -143,6 +143,12 @@ SQL
 
 sub driver_of { stored($_[0])->{driver} }
 
+# a value in a test's name, non-ASCII characters escaped
+sub shown {
+    return join '', map { ord > 127 ? sprintf('\\x{%x}', ord) : $_ }
+                    split //, $_[0];
+}
+
 my $r;
 
 ### a whole update: every field of spec 2.7
@@ -236,7 +242,7 @@ for my $y ($year + 2, '9999', '0999', '999', '20211', 'abcd', '', ' 2021',
            '2021 ', '２０２１', '-201', '20.1') {
     bad_field({ year => "$y" },
               'year must be a 4-digit year, not after next year.',
-              "year '$y'");
+              "year '" . shown($y) . "'");
 }
 bad_field({ year => 2021 }, 'year must be a string.', 'year as a number');
 is(stored($V{2})->{year}, $year + 1, 'refused years change nothing');
@@ -505,6 +511,7 @@ BEGIN
         PERFORM pg_stat_clear_snapshot();
         EXIT WHEN (SELECT count(*) FROM pg_stat_activity
                    WHERE application_name = 'ngx_platform'
+                     AND datname = current_database()
                      AND wait_event_type = 'Lock') >= 2;
         PERFORM pg_sleep(0.02);
     END LOOP;
@@ -515,7 +522,9 @@ SQL
     $t->wait_until(sub {
         $t->psql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
                  . " ON c.oid = l.relation WHERE c.relname = 'vehicles'"
-                 . " AND l.mode = 'RowShareLock' AND l.granted")
+                 . " AND l.mode = 'RowShareLock' AND l.granted"
+                 . " AND l.database = (SELECT oid FROM pg_database"
+                 . " WHERE datname = current_database())")
     }, 5) or die "hold_vehicles: the row locks were not taken\n";
     return $h;
 }

@@ -343,6 +343,7 @@ my $hold = $t->psql_async("BEGIN; SELECT 1 FROM drivers WHERE id = '$D{20}'"
 $t->wait_until(sub {
     $t->psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE"
              . " '%pg_sleep(4)%' AND state = 'active'"
+             . " AND datname = current_database()"
              . " AND pid <> pg_backend_pid()")
 }, 5) or die "the driver's row lock was not taken\n";
 my @h = map {
@@ -355,6 +356,7 @@ my $waiting = 0;
 $t->wait_until(sub {
     my $n = $t->psql("SELECT count(*) FROM pg_stat_activity"
                      . " WHERE application_name = 'ngx_platform'"
+                     . " AND datname = current_database()"
                      . " AND wait_event_type = 'Lock'");
     $waiting = $n if $n > $waiting;
     return $waiting >= 8;
@@ -398,6 +400,7 @@ for my $round (1 .. 6) {
         $t->wait_until(sub {
             $t->psql("SELECT count(*) FROM pg_stat_activity WHERE query"
                      . " LIKE '%pg_sleep(0.4)%' AND state = 'active'"
+                     . " AND datname = current_database()"
                      . " AND pid <> pg_backend_pid()")
         }, 5) or die "the order's row lock was not taken\n";
     }
@@ -439,6 +442,7 @@ SQL
 sub waiting_for_locks {
     return $t->psql("SELECT count(*) FROM pg_stat_activity"
                     . " WHERE application_name = 'ngx_platform'"
+                    . " AND datname = current_database()"
                     . " AND wait_event_type = 'Lock'");
 }
 
@@ -453,6 +457,7 @@ BEGIN
         PERFORM pg_stat_clear_snapshot();
         EXIT WHEN (SELECT count(*) FROM pg_stat_activity
                    WHERE application_name = 'ngx_platform'
+                     AND datname = current_database()
                      AND wait_event_type = 'Lock') >= 2;
         PERFORM pg_sleep(0.02);
     END LOOP;
@@ -460,13 +465,16 @@ END
 \$\$;
 SELECT pg_stat_clear_snapshot();
 SELECT 'waiting: ' || count(*) FROM pg_stat_activity
-WHERE application_name = 'ngx_platform' AND wait_event_type = 'Lock';
+WHERE application_name = 'ngx_platform' AND wait_event_type = 'Lock'
+AND datname = current_database();
 COMMIT;
 SQL
 $t->wait_until(sub {
     $t->psql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
              . " ON c.oid = l.relation WHERE c.relname = 'delivery_orders'"
-             . " AND l.mode = 'RowShareLock' AND l.granted")
+             . " AND l.mode = 'RowShareLock' AND l.granted"
+             . " AND l.database = (SELECT oid FROM pg_database"
+             . " WHERE datname = current_database())")
 }, 5) or die "the order's row lock was not taken\n";
 my $first = $t->request_async('PATCH', "/tms/delivery-orders/$O{12}/assign/"
                                        . $D{12}, headers => \%a);
