@@ -22,10 +22,11 @@ CREATE UNIQUE INDEX drivers_tenant_country_user_key
     ON drivers (tenant_id, country_code, user_id)
     WHERE user_id IS NOT NULL;
 
--- GET /tms/drivers/available: a tenant's available drivers in a country,
--- in the order of the list (name, then id), without a sort
+-- GET /tms/drivers/available: a tenant's available drivers in a country
+-- (by the first two columns), or those of one vehicle type, compared in
+-- lower case (by all three)
 CREATE INDEX drivers_available_idx
-    ON drivers (tenant_id, country_code, name, id)
+    ON drivers (tenant_id, country_code, lower(vehicle_type))
     WHERE status = 'AVAILABLE';
 
 -- year and capacity are what the module accepts (docs/api.md): a year of

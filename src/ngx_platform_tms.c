@@ -201,8 +201,10 @@ static ngx_platform_sql_t  ngx_platform_tms_vehicle = {
  * GET /tms/drivers/available: the tenant's AVAILABLE drivers in the
  * country, of one vehicle type (compared case-insensitively) when
  * vehicleType is given, each with the vehicle he drives or null; by name,
- * then id, which the partial index drivers_available_idx gives as it
- * reads. None is "[]".
+ * then id. None is "[]". Two branches, one of which a one-time test of
+ * $3 turns off: the prepared (generic) plan of each reads the partial
+ * index drivers_available_idx, the second by the type too, which a single
+ * "$3 IS NULL OR ..." test could not.
  */
 
 static ngx_platform_sql_t  ngx_platform_tms_drivers = {
@@ -217,11 +219,17 @@ static ngx_platform_sql_t  ngx_platform_tms_drivers = {
       NGX_PLATFORM_TMS_VEHICLE("v") ","
       " v.created_at AS \"createdAt\", v.updated_at AS \"updatedAt\") y)"
       " END AS vehicle"
-      " FROM drivers r LEFT JOIN vehicles v"
+      " FROM (SELECT d.id, d.tenant_id, d.user_id, d.name, d.phone,"
+      " d.vehicle_type, d.status FROM drivers d"
+      " WHERE d.tenant_id = $1 AND d.country_code = $2"
+      " AND d.status = 'AVAILABLE' AND $3::text IS NULL"
+      " UNION ALL SELECT d.id, d.tenant_id, d.user_id, d.name, d.phone,"
+      " d.vehicle_type, d.status FROM drivers d"
+      " WHERE d.tenant_id = $1 AND d.country_code = $2"
+      " AND d.status = 'AVAILABLE'"
+      " AND lower(d.vehicle_type) = lower($3::text)) r"
+      " LEFT JOIN vehicles v"
       " ON v.driver_id = r.id AND v.tenant_id = r.tenant_id"
-      " WHERE r.tenant_id = $1 AND r.country_code = $2"
-      " AND r.status = 'AVAILABLE'"
-      " AND ($3::text IS NULL OR lower(r.vehicle_type) = lower($3::text))"
       ") t), '[]')",
 
       3, 0 },
