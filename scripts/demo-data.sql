@@ -369,3 +369,108 @@ FROM (VALUES
 ) AS d (id, tenant_id, person_id, type, file_name, document_number,
         approved, content)
 ON CONFLICT DO NOTHING;
+
+-- Task requests (migration 0010). Ids:
+--   laboratories     41000000-0000-4000-8000-00000000000N   (tenant-demo:
+--                    1 and 2 in NG, 3 in GH)
+--                    42000000-0000-4000-8000-000000000001   (tenant-other)
+--   samplers         51000000-0000-4000-8000-00000000000N   (tenant-demo, 1-3)
+--                    52000000-0000-4000-8000-000000000001   (tenant-other)
+--   task requests    61000000-0000-4000-8000-00000000000N   (tenant-demo)
+--                    62000000-0000-4000-8000-00000000000N   (tenant-other)
+--                    tenant-demo: 1 PENDING (no sampler yet), 2 ASSIGNED to
+--                    sampler 1, 3 ACCEPTED by sampler 2, 4 REJECTED by
+--                    sampler 3 (assigning it is 409), 5 PENDING in GH (404
+--                    with countryCode NG), 6 PENDING of laboratory 2.
+--                    tenant-other: 1 PENDING, 2 ASSIGNED to its sampler.
+-- The history of each task leads to its status. Due dates are a week after
+-- the first load.
+
+INSERT INTO laboratories (id, tenant_id, country_code, name) VALUES
+    ('41000000-0000-4000-8000-000000000001', 'tenant-demo', 'NG',
+     'Lagos Food Safety Laboratory'),
+    ('41000000-0000-4000-8000-000000000002', 'tenant-demo', 'NG',
+     'Kano Grain Quality Lab'),
+    ('41000000-0000-4000-8000-000000000003', 'tenant-demo', 'GH',
+     'Accra Cocoa Testing Centre'),
+    ('42000000-0000-4000-8000-000000000001', 'tenant-other', 'NG',
+     'Port Harcourt Analytical Services')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO samplers (id, tenant_id, name, phone) VALUES
+    ('51000000-0000-4000-8000-000000000001', 'tenant-demo',
+     'Funke Adeyemi', '+2348030000001'),
+    ('51000000-0000-4000-8000-000000000002', 'tenant-demo',
+     'Sani Abdullahi', '+2348030000002'),
+    ('51000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'Kwame Mensah', '+233240000003'),
+    ('52000000-0000-4000-8000-000000000001', 'tenant-other',
+     'Ifeoma Chukwu', '+2348040000001')
+ON CONFLICT DO NOTHING;
+
+INSERT INTO task_requests
+    (id, tenant_id, country_code, laboratory_id, sampler_id, status,
+     priority, due_at, due_all_day, description, pickup_address)
+SELECT t.id::uuid, t.tenant_id, t.country_code, t.laboratory_id::uuid,
+       t.sampler_id::uuid, t.status, t.priority,
+       CASE WHEN t.priority IS NOT NULL
+            THEN date_trunc('day', now() AT TIME ZONE 'UTC')
+                 AT TIME ZONE 'UTC' + interval '7 days' END,
+       t.priority IS NOT NULL, t.description, t.pickup_address
+FROM (VALUES
+    ('61000000-0000-4000-8000-000000000001', 'tenant-demo', 'NG',
+     '41000000-0000-4000-8000-000000000001', NULL, 'PENDING', NULL,
+     'Maize samples from the Mile 12 warehouse, aflatoxin screening',
+     '12 Ikorodu Road, Mile 12, Lagos'),
+    ('61000000-0000-4000-8000-000000000002', 'tenant-demo', 'NG',
+     '41000000-0000-4000-8000-000000000001',
+     '51000000-0000-4000-8000-000000000001', 'ASSIGNED', 'HIGH',
+     'Cassava flour, moisture and cyanide content',
+     '4 Oba Akran Avenue, Ikeja'),
+    ('61000000-0000-4000-8000-000000000003', 'tenant-demo', 'NG',
+     '41000000-0000-4000-8000-000000000002',
+     '51000000-0000-4000-8000-000000000002', 'ACCEPTED', 'MEDIUM',
+     'Sorghum lot 2024-117, grading', 'Dawanau Market, Kano'),
+    ('61000000-0000-4000-8000-000000000004', 'tenant-demo', 'NG',
+     '41000000-0000-4000-8000-000000000001',
+     '51000000-0000-4000-8000-000000000003', 'REJECTED', 'LOW',
+     'Palm oil, free fatty acids', 'Oyingbo Market, Lagos'),
+    ('61000000-0000-4000-8000-000000000005', 'tenant-demo', 'GH',
+     '41000000-0000-4000-8000-000000000003', NULL, 'PENDING', NULL,
+     'Cocoa beans, bean count and mould', 'Tema Port, Shed 4'),
+    ('61000000-0000-4000-8000-000000000006', 'tenant-demo', 'NG',
+     '41000000-0000-4000-8000-000000000002', NULL, 'PENDING', NULL,
+     'Rice paddy, broken grain ratio', NULL),
+    ('62000000-0000-4000-8000-000000000001', 'tenant-other', 'NG',
+     '42000000-0000-4000-8000-000000000001', NULL, 'PENDING', NULL,
+     'Crude oil spill soil samples', 'Bonny Island'),
+    ('62000000-0000-4000-8000-000000000002', 'tenant-other', 'NG',
+     '42000000-0000-4000-8000-000000000001',
+     '52000000-0000-4000-8000-000000000001', 'ASSIGNED', 'MEDIUM',
+     'Borehole water, heavy metals', '7 Aba Road, Port Harcourt')
+) AS t (id, tenant_id, country_code, laboratory_id, sampler_id, status,
+        priority, description, pickup_address)
+ON CONFLICT DO NOTHING;
+
+-- each task's rows once: the history has no natural key to conflict on
+INSERT INTO task_request_history
+    (task_id, tenant_id, changed_by, from_status, to_status, changed_at)
+SELECT h.task_id::uuid, h.tenant_id, h.changed_by, h.from_status,
+       h.to_status, now() - h.ago::interval
+FROM (VALUES
+    (1, '61000000-0000-4000-8000-000000000002', 'tenant-demo',
+     'lab-admin-1', 'PENDING', 'ASSIGNED', '2 days'),
+    (2, '61000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'lab-admin-2', 'PENDING', 'ASSIGNED', '3 days'),
+    (3, '61000000-0000-4000-8000-000000000003', 'tenant-demo',
+     'sampler-user-2', 'ASSIGNED', 'ACCEPTED', '2 days'),
+    (4, '61000000-0000-4000-8000-000000000004', 'tenant-demo',
+     'lab-admin-1', 'PENDING', 'ASSIGNED', '4 days'),
+    (5, '61000000-0000-4000-8000-000000000004', 'tenant-demo',
+     'sampler-user-3', 'ASSIGNED', 'REJECTED', '1 day'),
+    (6, '62000000-0000-4000-8000-000000000002', 'tenant-other',
+     'other-admin-1', 'PENDING', 'ASSIGNED', '1 day')
+) AS h (n, task_id, tenant_id, changed_by, from_status, to_status, ago)
+WHERE NOT EXISTS (SELECT 1 FROM task_request_history x
+                  WHERE x.task_id = h.task_id::uuid)
+ORDER BY h.n;

@@ -3,6 +3,8 @@
 # Smoke test of the harness: nginx starts with the module loaded, the test's
 # database and the suite's Redis answer.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

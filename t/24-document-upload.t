@@ -13,6 +13,8 @@
 # loop, which then takes all of the worker's CPU time and stalls the
 # quick requests for each document (the proof that the test can fail).
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

@@ -7,6 +7,8 @@
 # thread still writes (the sanitizer build checks that). With
 # "platform_thread_pool off" the same bodies are parsed in the worker.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

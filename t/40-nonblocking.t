@@ -4,6 +4,8 @@
 # PostgreSQL lock held by the test, other requests on the same worker
 # answer at once.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

@@ -5,6 +5,8 @@
 # connection while a stream waits leaves the worker and the pool in good
 # order.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

@@ -4,6 +4,8 @@
 # envelope within the configured timeout, the others keep working, and once
 # the server is back requests succeed again without a reload.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

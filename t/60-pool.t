@@ -3,6 +3,8 @@
 # The PostgreSQL pool under stress: a client that disconnects mid-query, more
 # concurrent slow queries than connections plus waiters, a query timeout.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

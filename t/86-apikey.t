@@ -5,6 +5,8 @@
 # scopes, keys combined with bearer tokens, and OTP/TMS tightened with
 # "platform_auth apikey tenant".
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 use utf8;

@@ -6,6 +6,8 @@
 # worker has cached keeps working through the outage until its cache time
 # ends. Bearer tokens need no backend at all.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

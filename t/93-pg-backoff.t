@@ -5,6 +5,8 @@
 # like any other failed connect and is counted, so quick requests get 503
 # without each of them trying to connect again.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 
