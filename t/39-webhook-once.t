@@ -202,10 +202,35 @@ ok($t->wait_until(sub {
 like($t->error_log, qr/webhooks: Redis answers again/, 'and that is logged');
 is(rows('evt-redis-back'), 1, 'one row');
 
+# Redis that does not answer in time, or answers errors: PostgreSQL
+# decides alone
+
+$redis->redis('CLIENT', 'PAUSE', '1500');
+my $r = deliver('evt-paused');
+is($r->{status}, 200, 'Redis paused: 200') or diag($r->{content});
+is($r->{json}{data}{duplicate}, JSON::PP::false, 'Redis paused: stored');
+cmp_ok($r->{time}, '<', 1.4, 'after the Redis timeout, not the pause');
+is(deliver('evt-paused')->{json}{data}{duplicate}, JSON::PP::true,
+   'Redis paused: a duplicate');
+is(rows('evt-paused'), 1, 'Redis paused: one row');
+sleep 1;
+
+ok($t->wait_until(sub { deliver('evt-redis-back')->{status} == 200
+                        && $redis->redis('PING') eq 'PONG' }, 15),
+   'Redis answers again');
+$redis->redis('CONFIG', 'SET', 'maxmemory', '1');
+$r = deliver('evt-oom');
+is($r->{status}, 200, 'Redis out of memory: 200') or diag($r->{content});
+is($r->{json}{data}{duplicate}, JSON::PP::false, 'Redis out of memory: stored');
+is(deliver('evt-oom')->{json}{data}{duplicate}, JSON::PP::true,
+   'Redis out of memory: a duplicate');
+is(rows('evt-oom'), 1, 'Redis out of memory: one row');
+$redis->redis('CONFIG', 'SET', 'maxmemory', '0');
+
 ### a claim left pending by a worker that died blocks nothing
 
 $redis->redis('SET', rkey('evt-orphan'), 'pending:1:1:dead', 'EX', '60');
-my $r = deliver('evt-orphan');
+$r = deliver('evt-orphan');
 is($r->{status}, 200, 'a stale pending claim: 200');
 is($r->{json}{data}{duplicate}, JSON::PP::false, 'and stored');
 is(rows('evt-orphan'), 1, 'one row');
