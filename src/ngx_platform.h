@@ -84,6 +84,7 @@ typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
 #define NGX_PLATFORM_IN_USER         0x04   /* userId header: 400 */
 #define NGX_PLATFORM_IN_MERCHANT     0x08   /* merchantId claim: 403 */
 #define NGX_PLATFORM_IN_NO_HEAD      0x10   /* changes state: no HEAD */
+#define NGX_PLATFORM_IN_COUNTRY_OPT  0x20   /* countryCode, if sent: 400 */
 
 
 /* types of body fields, query arguments and path captures */

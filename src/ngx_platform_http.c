@@ -758,6 +758,7 @@ ngx_platform_check_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     ngx_int_t                 rc;
     ngx_uint_t                inputs;
+    ngx_table_elt_t          *h;
     ngx_platform_identity_t  *id;
 
     inputs = ctx->endpoint->inputs;
@@ -774,6 +775,20 @@ ngx_platform_check_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         rc = ngx_platform_require_header(r, "countryCode", &id->country);
         if (rc != NGX_OK) {
             return rc;
+        }
+    }
+
+    /* an optional countryCode narrows the caller's view: checked alike */
+
+    if ((inputs & NGX_PLATFORM_IN_COUNTRY_OPT) && id->country.len == 0) {
+        h = ngx_platform_header(r, "countryCode");
+
+        if (h != NULL && h->value.len) {
+            rc = ngx_platform_require_header(r, "countryCode",
+                                             &id->country);
+            if (rc != NGX_OK) {
+                return rc;
+            }
         }
     }
 

@@ -738,7 +738,8 @@ ngx_platform_check_date(u_char *p, u_char *end, u_char **last)
 static ngx_int_t
 ngx_platform_check_time(u_char *p, u_char *end)
 {
-    ngx_uint_t  hh, mm, ss;
+    u_char      *digits;
+    ngx_uint_t   hh, mm, ss;
 
     if (end - p < 6 || (*p != 'T' && *p != 't' && *p != ' ')
         || p[3] != ':')
@@ -778,13 +779,19 @@ ngx_platform_check_time(u_char *p, u_char *end)
 
         if (p < end && *p == '.') {
             p++;
-
-            if (p == end || *p < '0' || *p > '9') {
-                return NGX_DECLINED;
-            }
+            digits = p;
 
             while (p < end && *p >= '0' && *p <= '9') {
                 p++;
+            }
+
+            /*
+             * nanoseconds at most, and a leap second has none: PostgreSQL
+             * refuses what is past either, and it must not see it
+             */
+
+            if (p == digits || p - digits > 9 || ss == 60) {
+                return NGX_DECLINED;
             }
         }
     }
@@ -797,8 +804,11 @@ ngx_platform_check_time(u_char *p, u_char *end)
         return NGX_OK;
     }
 
+    /* offsets to +-15:59, what PostgreSQL reads (the world uses +-14) */
+
     if ((*p == '+' || *p == '-') && end - p == 6 && p[3] == ':'
-        && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9'
+        && p[1] >= '0' && p[1] <= '1' && p[2] >= '0' && p[2] <= '9'
+        && (p[1] - '0') * 10 + (p[2] - '0') <= 15
         && p[4] >= '0' && p[4] <= '5' && p[5] >= '0' && p[5] <= '9')
     {
         return NGX_OK;

@@ -24,10 +24,6 @@
 #include "ngx_platform_op.h"
 
 
-static ngx_int_t ngx_platform_task_requests_run(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
-
-
 /*
  * The task of the path, in the caller's tenant (and country, when the
  * countryCode header is sent), locked: $1 the id, $2 the tenant, $3 the
@@ -231,17 +227,19 @@ static ngx_platform_endpoint_t  ngx_platform_task_requests_endpoints[] = {
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/assign-sampler",
       NGX_PLATFORM_AUTH_TENANT,
-      NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_USER|NGX_PLATFORM_IN_NO_HEAD,
+      NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_USER|NGX_PLATFORM_IN_COUNTRY_OPT
+      |NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_task_requests_assign_body,
       "Invalid task request id.", "The task request id must be a uuid.",
-      &ngx_platform_task_requests_assign, ngx_platform_task_requests_run },
+      &ngx_platform_task_requests_assign, NULL },
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
       NGX_PLATFORM_AUTH_TENANT,
-      NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_USER|NGX_PLATFORM_IN_NO_HEAD,
+      NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_USER|NGX_PLATFORM_IN_COUNTRY_OPT
+      |NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_task_requests_toggle_body,
       "Invalid task request id.", "The task request id must be a uuid.",
-      &ngx_platform_task_requests_toggle, ngx_platform_task_requests_run },
+      &ngx_platform_task_requests_toggle, NULL },
 
     { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
 };
@@ -256,28 +254,3 @@ ngx_platform_family_t  ngx_platform_task_requests_family = {
     0
 };
 
-
-/*
- * Both operations: the optional countryCode header, checked as the
- * required tenancy headers are (400 when malformed; an empty one is
- * absent), then the declared statement.
- */
-
-static ngx_int_t
-ngx_platform_task_requests_run(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
-{
-    ngx_int_t         rc;
-    ngx_table_elt_t  *h;
-
-    h = ngx_platform_header(r, "countryCode");
-
-    if (h != NULL && h->value.len) {
-        rc = ngx_platform_require_header(r, "countryCode",
-                                         &ctx->identity.country);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-    }
-
-    return ngx_platform_run_sql(r, ctx);
-}

@@ -894,6 +894,7 @@ SQL
     $t->wait_until(sub {
         $t->psql("SELECT count(*) FROM pg_stat_activity"
                  . " WHERE query LIKE '%pg_sleep($seconds)%'"
+                 . " AND datname = current_database()"
                  . " AND state = 'active' AND pid <> pg_backend_pid()")
     }, 5) or die "hold_row: the row lock was not taken\n";
     return $h;

@@ -145,6 +145,7 @@ is($t->request('GET', '/static')->{status}, 200,
    'clients that left: the worker goes on');
 ok($t->wait_until(sub { $t->psql("SELECT count(*) FROM pg_stat_activity"
                                  . " WHERE application_name = 'ngx_platform'"
+                                 . " AND datname = current_database()"
                                  . " AND state = 'active'") == 0 }, 10),
    'and nothing is left running');
 is(stored($docs[0]), "$sha $sha 5000000 1",

@@ -228,7 +228,7 @@ for my $due ($yesterday, $hour_ago, '2001-01-01', '2001-01-01T00:00:00Z') {
         'dueDate must not be in the past.', "dueDate $due");
 }
 
-# accepted by the module's check, beyond PostgreSQL's timestamptz: 400
+# beyond what PostgreSQL's timestamptz reads: 400 (the module's check)
 for my $due ('2999-01-01T10:00+99:00', '2999-01-01T10:00-16:00',
              '2999-01-01T23:59:60.5',
              '2999-01-01T10:00:00.' . ('0' x 300) . '1')
@@ -426,6 +426,11 @@ for my $op (\&assign, \&toggle) {
     error_is($op->($id, \%c, headers => { countryCode => 'N G' }), 400,
              'countryCode header is invalid.',
              'countryCode header is invalid.', "$name: countryCode 'N G'");
+    error_is($op->($id, { status => [] },
+                   headers => { countryCode => 'N G' }), 400,
+             'countryCode header is invalid.',
+             'countryCode header is invalid.',
+             "$name: the header is checked before the body");
 
     # an unknown task is 404 whatever the body names
     error_is($op->($unknown, $op == \&assign

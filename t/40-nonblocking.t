@@ -52,6 +52,7 @@ my $slow = $t->request_async('GET', "/tms/delivery-orders/$order",
 
 my $waiting = q{SELECT count(*) FROM pg_stat_activity
                 WHERE application_name = 'ngx_platform'
+                  AND datname = current_database()
                   AND wait_event_type = 'Lock'};
 
 ok($t->wait_until(sub { $t->psql($waiting) > 0 }, 5),

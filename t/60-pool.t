@@ -39,6 +39,7 @@ SQL
 
 my $waiting = q{SELECT count(*) FROM pg_stat_activity
                 WHERE application_name = 'ngx_platform'
+                  AND datname = current_database()
                   AND wait_event_type = 'Lock'};
 
 sub hold_lock {
@@ -103,7 +104,8 @@ like($r->{json}{errors}[0]{descriptiveMessage}, qr/in time/,
 
 $lock->kill;
 $t->psql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity'
-         . " WHERE application_name = 'psql' AND pid <> pg_backend_pid()");
+         . " WHERE application_name = 'psql' AND pid <> pg_backend_pid()"
+         . " AND datname = current_database()");
 
 ok($t->wait_until(sub {
     $t->request('GET', $path, headers => \%a)->{status} == 200 }, 5),
