@@ -48,6 +48,23 @@ $t->run(<<'EOF');
             platform_auth tenant;
         }
     }
+
+    # names set at the server level are inherited, unless a location
+    # names its own
+    server {
+        listen 127.0.0.1:%%PORT_2%%;
+        platform_webhook_source outer;
+
+        location ^~ /api/webhooks/ {
+            platform_webhooks;
+        }
+
+        location ^~ /api/v1/webhooks/ {
+            platform_webhooks;
+            platform_auth none;
+            platform_webhook_source inner;
+        }
+    }
 EOF
 
 my @c = ('A' .. 'Z', 'a' .. 'z', '0' .. '9', '-', '_');
@@ -313,6 +330,21 @@ error_b(post('/webhooks/card/extra', { id => 1 }, key => $key_a),
 error_b(post($src_b, undef, method => 'GET'), 405, 'Method not allowed.',
         undef, 'GET');
 is(rows(), $count, 'nothing stored by those');
+
+### names inherited from the server level, or replaced
+
+sub post2 {
+    my ($path) = @_;
+    return $t->request('POST', $path, port => $t->port(2),
+                       headers => { 'Content-Type' => 'application/json' },
+                       body => '{"id":"levels"}');
+}
+is(post2('/api/webhooks/public/outer/events')->{status}, 200,
+   'a source of the server level, in a location without names');
+is(post2('/api/v1/webhooks/public/inner/events')->{status}, 200,
+   'a location\'s own source');
+is(post2('/api/v1/webhooks/public/outer/events')->{status}, 404,
+   'a location that names sources does not inherit the server\'s');
 
 ### bodies refused
 
