@@ -171,7 +171,7 @@ my $r = post($src_a, $body, key => $key_a,
              headers => { 'User-Agent' => 'sender/1.0',
                           'X-Trace' => 'abc',
                           'X-Request-Id' => 'req-37-1',
-                          'Cookie' => 'session=secret' });
+                          'Cookie' => 'sid=secret' });
 my $id = ok_new($r, 'a new event');
 is($r->{headers}{'x-request-id'}, 'req-37-1', 'X-Request-Id');
 like($r->{headers}{'content-type'}, qr{^application/json}, 'JSON answer');
