@@ -278,6 +278,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_loc_conf_t, cache_time),
       NULL },
 
+    { ngx_string("platform_webhook_source"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_platform_webhook_conf,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, webhook_sources),
+      NULL },
+
+    { ngx_string("platform_webhook_payment_method"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_platform_webhook_conf,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, webhook_methods),
+      NULL },
+
       ngx_null_command
 };
 
@@ -615,6 +629,8 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
     plcf->jwt_cache = NGX_CONF_UNSET;
     plcf->apikey_cache_time = NGX_CONF_UNSET_MSEC;
     plcf->apikey_scopes = NGX_CONF_UNSET_PTR;
+    plcf->webhook_sources = NGX_CONF_UNSET_PTR;
+    plcf->webhook_methods = NGX_CONF_UNSET_PTR;
 
     return plcf;
 }
@@ -659,6 +675,10 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               prev->document_max_size, 10 * 1024 * 1024);
     ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);
     ngx_conf_merge_msec_value(conf->cache_time, prev->cache_time, 1000);
+    ngx_conf_merge_ptr_value(conf->webhook_sources, prev->webhook_sources,
+                             NULL);
+    ngx_conf_merge_ptr_value(conf->webhook_methods, prev->webhook_methods,
+                             NULL);
 
     return ngx_platform_auth_merge(cf, prev, conf);
 }

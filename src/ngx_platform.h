@@ -206,6 +206,14 @@ typedef struct {
     /* API keys: how long a worker trusts a lookup; scopes accepted */
     ngx_msec_t                 apikey_cache_time;
     ngx_array_t               *apikey_scopes;    /* of ngx_str_t */
+
+    /*
+     * webhooks: the sources and payment methods accepted, with their
+     * signing secrets (ngx_platform_webhooks.c); a level that names any
+     * replaces those of the levels around it
+     */
+    ngx_array_t               *webhook_sources;
+    ngx_array_t               *webhook_methods;
 } ngx_platform_loc_conf_t;
 
 
@@ -564,6 +572,12 @@ char *ngx_platform_auth_policy(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+
+/* ngx_platform_webhooks.c: platform_webhook_source, _payment_method */
+
+char *ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 /* ngx_platform_status.c: metrics zone and counters */

@@ -23,6 +23,17 @@
 /* bodies this large are read and parsed in the thread pool */
 #define NGX_PLATFORM_BODY_THREAD_SIZE  (64 * 1024)
 
+/*
+ * decisions.md section 5: a JSON body nests at most 64 levels and holds
+ * at most 10,000 members (object members and array elements, at every
+ * level), checked by a linear scan before Jansson builds anything
+ */
+#define NGX_PLATFORM_JSON_MAX_DEPTH    64
+#define NGX_PLATFORM_JSON_MAX_MEMBERS  10000
+
+#define NGX_PLATFORM_JSON_TOO_DEEP     1
+#define NGX_PLATFORM_JSON_TOO_MANY     2
+
 
 /* a body being read into one buffer and parsed, perhaps in a thread */
 struct ngx_platform_body_work_s {
@@ -32,6 +43,7 @@ struct ngx_platform_body_work_s {
     json_t                    *json;
     json_error_t               error;
     ngx_err_t                  read_error;
+    ngx_uint_t                 too_complex;   /* NGX_PLATFORM_JSON_TOO_* */
     unsigned                   read_failed:1;
 };
 
@@ -60,6 +72,7 @@ static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_body_work(void *data);
+static ngx_uint_t ngx_platform_json_limits(u_char *p, size_t len);
 static ngx_int_t ngx_platform_body_done(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_body_cleanup(void *data);
@@ -977,8 +990,109 @@ ngx_platform_body_work(void *data)
 
     *p = '\0';
 
+    bw->too_complex = ngx_platform_json_limits(bw->data, bw->len);
+
+    if (bw->too_complex) {
+        return;
+    }
+
     bw->json = json_loadb((char *) bw->data, bw->len,
                           JSON_REJECT_DUPLICATES, &bw->error);
+}
+
+
+/*
+ * The JSON limits, in one pass over the bytes outside strings: each '{'
+ * or '[' opens a level; a ':' in an object and each element of an array
+ * (its first, then one per ',') is a member. Text that is not JSON may
+ * be miscounted, but Jansson refuses it anyway.
+ */
+
+static ngx_uint_t
+ngx_platform_json_limits(u_char *p, size_t len)
+{
+    u_char      c, *end;
+    u_char      open[NGX_PLATFORM_JSON_MAX_DEPTH];
+    ngx_uint_t  depth, members, string, escape, first;
+
+    end = p + len;
+    depth = 0;
+    members = 0;
+    string = 0;
+    escape = 0;
+    first = 0;      /* an array was just opened: its first element counts */
+
+    for ( /* void */ ; p < end; p++) {
+        c = *p;
+
+        if (string) {
+            if (escape) {
+                escape = 0;
+
+            } else if (c == '\\') {
+                escape = 1;
+
+            } else if (c == '"') {
+                string = 0;
+            }
+
+            continue;
+        }
+
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        }
+
+        if (first) {
+            first = 0;
+
+            if (c != ']') {
+                members++;
+            }
+        }
+
+        switch (c) {
+
+        case '"':
+            string = 1;
+            break;
+
+        case '{':
+        case '[':
+            if (depth == NGX_PLATFORM_JSON_MAX_DEPTH) {
+                return NGX_PLATFORM_JSON_TOO_DEEP;
+            }
+
+            open[depth++] = c;
+            first = (c == '[');
+            break;
+
+        case '}':
+        case ']':
+            if (depth) {
+                depth--;
+            }
+            break;
+
+        case ':':
+            if (depth && open[depth - 1] == '{') {
+                members++;
+            }
+            break;
+
+        case ',':
+            if (depth && open[depth - 1] == '[') {
+                members++;
+            }
+            break;
+        }
+
+        if (members > NGX_PLATFORM_JSON_MAX_MEMBERS) {
+            return NGX_PLATFORM_JSON_TOO_MANY;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -996,6 +1110,19 @@ ngx_platform_body_done(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, bw->read_error,
                       "platform: short read of the request body file");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (bw->too_complex == NGX_PLATFORM_JSON_TOO_DEEP) {
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                 "The request body nests too deeply.",
+                                 "JSON bodies nest at most 64 levels.");
+    }
+
+    if (bw->too_complex == NGX_PLATFORM_JSON_TOO_MANY) {
+        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+                                 "The request body has too many members.",
+                                 "JSON bodies hold at most 10000 members "
+                                 "(object members and array elements).");
     }
 
     rc = ngx_platform_check_body(r, ctx, bw->json, &bw->error);
