@@ -104,6 +104,18 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
     { "countryCode header is invalid.",
       "L'en-tête countryCode est invalide." },
 
+    /* the JSON limits of every body */
+    { "The request body nests too deeply.",
+      "Le corps de la requête est trop imbriqué." },
+    { "JSON bodies nest at most 64 levels.",
+      "Un corps JSON compte au plus 64 niveaux d'imbrication." },
+    { "The request body has too many members.",
+      "Le corps de la requête a trop de membres." },
+    { "JSON bodies hold at most 10000 members "
+      "(object members and array elements).",
+      "Un corps JSON compte au plus 10000 membres "
+      "(membres d'objets et éléments de tableaux)." },
+
     /* declared inputs and body fields */
     { "The token carries no merchantId.",
       "Le jeton ne porte aucun merchantId." },

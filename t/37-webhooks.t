@@ -8,6 +8,7 @@
 # the Redis mark of a stored event, and the NOTIFY a LISTEN client gets.
 
 use strict;
+use utf8;
 use warnings;
 
 use lib 't/lib';
@@ -406,6 +407,17 @@ is($r->{status}, 400, 'persons: too deep: 400');
 is($r->{json}{succeeded}, JSON::PP::false, 'persons: in Envelope A');
 is($r->{json}{message}, 'The request body nests too deeply.',
    'persons: names the limit');
+$r = $t->request('PUT', '/api/v1/PersonDocuments/update',
+                 headers => { tenantId => 'tenant-a', 'Accept-Language' => 'fr',
+                              'Content-Type' => 'application/json' },
+                 body => '[' . join(',', (1) x 10_001) . ']');
+is($r->{status}, 400, 'persons, fr: too many members: 400');
+is($r->{json}{message}, 'Le corps de la requête a trop de membres.',
+   'persons, fr: the limit in French');
+is_deeply($r->{json}{errors},
+          [ 'Un corps JSON compte au plus 10000 membres '
+            . "(membres d'objets et éléments de tableaux)." ],
+          'persons, fr: its detail in French');
 
 $t->done;
 done_testing;
