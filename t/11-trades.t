@@ -92,16 +92,7 @@ sub flows {
 
 sub ids { [ map { $_->{id} } @{$_[0]{json}{data} // []} ] }
 
-sub is_error {
-    my ($r, $status, $message, $detail, $name) = @_;
-    is($r->{status}, $status, "$name: $status");
-    is_deeply($r->{json}, {
-        status => JSON::PP::false, statusCode => $status,
-        message => $message, data => {},
-        errors => [ { message => $message,
-                      descriptiveMessage => $detail } ],
-    }, "$name: Envelope B") or diag($r->{content});
-}
+sub is_error { goto &Platform::Test::is_envelope_b_error }
 
 my $r;
 

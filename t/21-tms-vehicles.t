@@ -111,16 +111,7 @@ sub available {
                        headers => hdrs(%o));
 }
 
-sub is_error {
-    my ($r, $status, $message, $detail, $name) = @_;
-    is($r->{status}, $status, "$name: $status");
-    is_deeply($r->{json}, {
-        status => JSON::PP::false, statusCode => $status,
-        message => $message, data => {},
-        errors => [ { message => $message,
-                      descriptiveMessage => $detail } ],
-    }, "$name: Envelope B") or diag($r->{content});
-}
+sub is_error { goto &Platform::Test::is_envelope_b_error }
 
 sub bad_field {
     my ($body, $detail, $name) = @_;
@@ -502,31 +493,7 @@ is($r->{content}, '', 'no body');
 # them (or after 5 s): they then run at the same time, and the second is
 # always 409.
 sub hold_vehicles {
-    my $h = $t->psql_async(<<"SQL");
-BEGIN;
-SELECT 1 FROM vehicles WHERE id IN ('$V{1}', '$V{2}') FOR UPDATE;
-DO \$\$
-BEGIN
-    FOR i IN 1 .. 250 LOOP
-        PERFORM pg_stat_clear_snapshot();
-        EXIT WHEN (SELECT count(*) FROM pg_stat_activity
-                   WHERE application_name = 'ngx_platform'
-                     AND datname = current_database()
-                     AND wait_event_type = 'Lock') >= 2;
-        PERFORM pg_sleep(0.02);
-    END LOOP;
-END
-\$\$;
-COMMIT;
-SQL
-    $t->wait_until(sub {
-        $t->psql("SELECT count(*) FROM pg_locks l JOIN pg_class c"
-                 . " ON c.oid = l.relation WHERE c.relname = 'vehicles'"
-                 . " AND l.mode = 'RowShareLock' AND l.granted"
-                 . " AND l.database = (SELECT oid FROM pg_database"
-                 . " WHERE datname = current_database())")
-    }, 5) or die "hold_vehicles: the row locks were not taken\n";
-    return $h;
+    return $t->hold_rows('vehicles', [ $V{1}, $V{2} ], waiters => 2);
 }
 
 my (%seen, %locked, $conflict);

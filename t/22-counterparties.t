@@ -885,19 +885,8 @@ my %y = (account => 2, counterpartyType => 2, accountType => 3,
 
 sub hold_row {
     my ($id, $seconds) = @_;
-    my $h = $t->psql_async(<<"SQL");
-BEGIN;
-SELECT 1 FROM counterparty_accounts WHERE id = '$id' FOR UPDATE;
-SELECT pg_sleep($seconds);
-COMMIT;
-SQL
-    $t->wait_until(sub {
-        $t->psql("SELECT count(*) FROM pg_stat_activity"
-                 . " WHERE query LIKE '%pg_sleep($seconds)%'"
-                 . " AND datname = current_database()"
-                 . " AND state = 'active' AND pid <> pg_backend_pid()")
-    }, 5) or die "hold_row: the row lock was not taken\n";
-    return $h;
+    return $t->hold_rows('counterparty_accounts', [$id],
+                         seconds => $seconds);
 }
 
 sub strip { my ($d) = @_; delete @$d{qw(id merchantId counterpartyId)}; $d }

@@ -105,16 +105,7 @@ sub get {
                        headers => $o{headers} // \%a)->{json}{data};
 }
 
-sub is_error {
-    my ($r, $status, $message, $detail, $name) = @_;
-    is($r->{status}, $status, "$name: $status");
-    is_deeply($r->{json}, {
-        status => JSON::PP::false, statusCode => $status,
-        message => $message, data => {},
-        errors => [ { message => $message,
-                      descriptiveMessage => $detail } ],
-    }, "$name: Envelope B") or diag($r->{content});
-}
+sub is_error { goto &Platform::Test::is_envelope_b_error }
 
 sub is_assigned {
     my ($r, $name) = @_;
@@ -338,14 +329,7 @@ SQL
 # A transaction of the test holds the driver's row meanwhile, so that the
 # assigns that reach PostgreSQL (as many at once as the two workers have
 # connections) wait for it together and race when it is let go.
-my $hold = $t->psql_async("BEGIN; SELECT 1 FROM drivers WHERE id = '$D{20}'"
-                          . " FOR UPDATE; SELECT pg_sleep(4); COMMIT;");
-$t->wait_until(sub {
-    $t->psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE"
-             . " '%pg_sleep(4)%' AND state = 'active'"
-             . " AND datname = current_database()"
-             . " AND pid <> pg_backend_pid()")
-}, 5) or die "the driver's row lock was not taken\n";
+my $hold = $t->hold_rows('drivers', [ $D{20} ], seconds => 4);
 my @h = map {
     $t->request_async('PATCH', sprintf('/tms/delivery-orders/b0000000-0000-'
                                        . '4000-8000-%012d/assign/%s'
@@ -394,15 +378,8 @@ my ($held, $stuck, $answered) = (0, 0, 0);
 for my $round (1 .. 6) {
     my $lock;
     if ($round % 2) {
-        $lock = $t->psql_async("BEGIN; SELECT 1 FROM delivery_orders"
-                               . " WHERE id = '$O{8}' FOR UPDATE;"
-                               . " SELECT pg_sleep(0.4); COMMIT;");
-        $t->wait_until(sub {
-            $t->psql("SELECT count(*) FROM pg_stat_activity WHERE query"
-                     . " LIKE '%pg_sleep(0.4)%' AND state = 'active'"
-                     . " AND datname = current_database()"
-                     . " AND pid <> pg_backend_pid()")
-        }, 5) or die "the order's row lock was not taken\n";
+        $lock = $t->hold_rows('delivery_orders', [ $O{8} ],
+                              seconds => 0.4);
     }
     my @r = map { $_->wait }
             map { $t->request_async('PATCH', "/tms/delivery-orders/$O{8}"

@@ -187,23 +187,6 @@ $t->psql('DROP TRIGGER refuse_history ON task_request_history');
 
 # a transaction of the test holds the task's row for a while, so that the
 # requests pile up on the row lock
-sub hold_rows {
-    my ($seconds, @ids) = @_;
-    my $list = join ', ', map { "'$_'" } @ids;
-    my $h = $t->psql_async(<<"SQL");
-BEGIN;
-SELECT 1 FROM task_requests WHERE id IN ($list) FOR UPDATE;
-SELECT pg_sleep($seconds);
-COMMIT;
-SQL
-    $t->wait_until(sub {
-        $t->psql("SELECT count(*) FROM pg_stat_activity"
-                 . " WHERE query LIKE '%pg_sleep($seconds)%'"
-                 . " AND datname = current_database()"
-                 . " AND state = 'active' AND pid <> pg_backend_pid()")
-    }, 5) or die "hold_rows: the row lock was not taken\n";
-    return $h;
-}
 
 my @statuses = qw(ACCEPTED REJECTED PENDING);
 my $n = 0;
@@ -212,7 +195,9 @@ for my $round (1 .. 4) {
     my @ids = ($T{2}, $T{3});
     my %initial = map { $_ => status($_) } @ids;
     my %rows_before = map { $_ => scalar @{rows($_)} } @ids;
-    my $lock = $round % 2 ? hold_rows(0.5, @ids) : undef;
+    my $lock = $round % 2
+               ? $t->hold_rows('task_requests', \@ids, seconds => 0.5)
+               : undef;
 
     # per task: toggles by the laboratory and the sampler, to random
     # statuses, and a few assigns; each request by a user of its own

@@ -127,17 +127,7 @@ sub history {
                     . " WHERE task_id = '$id'");
 }
 
-sub error_is {
-    my ($r, $status, $message, $detail, $name) = @_;
-    is($r->{status}, $status, "$name: $status") or diag($r->{content});
-    is($r->{headers}{'content-type'}, 'application/json; charset=utf-8',
-       "$name: content type");
-    is_deeply($r->{json}, {
-        status => JSON::PP::false, statusCode => $status,
-        message => $message, data => {},
-        errors => [ { message => $message, descriptiveMessage => $detail } ],
-    }, "$name: Envelope B") or diag($r->{content});
-}
+sub error_is { goto &Platform::Test::is_envelope_b_error }
 
 sub bad {
     my ($r, $detail, $name) = @_;

@@ -153,6 +153,14 @@ sleeps C<$seconds> and commits; returns once the lock is granted, with the
 C<psql_async> handle. Statements on the table wait meanwhile: the way to
 make a request slow inside PostgreSQL.
 
+=item $t->hold_rows($table, \@ids, seconds => $s | waiters => $n)
+
+Locks the rows of C<$table> whose C<id> is in C<@ids> (C<FOR UPDATE>) in a
+background transaction, and returns once they are locked, with the
+C<psql_async> handle. The transaction commits after C<$s> seconds, or once
+C<$n> of the module's connections wait for a lock (at most 5 s): the way
+to make requests on those rows queue up and then race.
+
 =item $t->redis(@args)
 
 Runs redis-cli against the suite's Redis; returns its output.
@@ -193,6 +201,13 @@ around the first, or '' for a compact body.
 
 What JSON::PP decoded a value from: 'number', 'string', 'bool', 'null' or
 a reference type.
+
+=item Platform::Test::is_envelope_b_error($r, $status, $message, $detail, $name)
+
+Three tests: a response C<$r> of C<request> has C<$status>, the JSON
+content type, and exactly the Envelope B error body of decisions.md
+(C<status> false, C<statusCode> C<$status>, C<data> {}, one error whose
+C<message> is C<$message> and C<descriptiveMessage> C<$detail>).
 
 =item $t->done
 
@@ -311,6 +326,20 @@ sub loose_json {
         }
     }
     return '';
+}
+
+sub is_envelope_b_error {
+    my ($r, $status, $message, $detail, $name) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    Test::More::is($r->{status}, $status, "$name: $status")
+        or Test::More::diag($r->{content});
+    Test::More::is($r->{headers}{'content-type'},
+                   'application/json; charset=utf-8', "$name: content type");
+    Test::More::is_deeply($r->{json}, {
+        status => JSON::PP::false, statusCode => $status,
+        message => $message, data => {},
+        errors => [ { message => $message, descriptiveMessage => $detail } ],
+    }, "$name: Envelope B") or Test::More::diag($r->{content});
 }
 
 sub json_type {
@@ -782,6 +811,44 @@ SQL
 
     $self->wait_until(sub { $self->psql($granted) > 0 }, 5)
         or die "hold_lock: the lock on $table was not granted\n";
+
+    return $h;
+}
+
+sub hold_rows {
+    my ($self, $table, $ids, %o) = @_;
+
+    my $list = join ', ', map { "'$_'" } @$ids;
+    my $tag = sprintf('hold_rows_%d_%d', $$, ++$self->{holds});
+    my $release = defined $o{waiters}
+                  ? <<"SQL" : "SELECT pg_sleep($o{seconds});";
+DO \$\$
+BEGIN
+    FOR i IN 1 .. 250 LOOP
+        PERFORM pg_stat_clear_snapshot();
+        EXIT WHEN (SELECT count(*) FROM pg_stat_activity
+                   WHERE application_name = 'ngx_platform'
+                     AND datname = current_database()
+                     AND wait_event_type = 'Lock') >= $o{waiters};
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+END
+\$\$;
+SQL
+
+    # the session's name changes once the rows are locked: that is waited for
+    my $h = $self->psql_async(<<"SQL");
+BEGIN;
+SELECT 1 FROM $table WHERE id IN ($list) FOR UPDATE;
+SELECT set_config('application_name', '$tag', true);
+$release
+COMMIT;
+SQL
+
+    $self->wait_until(sub {
+        $self->psql("SELECT count(*) FROM pg_stat_activity"
+                    . " WHERE application_name = '$tag'") > 0
+    }, 5) or die "hold_rows: the rows of $table were not locked\n";
 
     return $h;
 }
