@@ -292,6 +292,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_loc_conf_t, webhook_methods),
       NULL },
 
+    { ngx_string("platform_identity_bureau"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, identity_bureau),
+      NULL },
+
+    { ngx_string("platform_identity_cache_time"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, identity_cache_time),
+      NULL },
+
       ngx_null_command
 };
 
@@ -631,6 +645,7 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
     plcf->apikey_scopes = NGX_CONF_UNSET_PTR;
     plcf->webhook_sources = NGX_CONF_UNSET_PTR;
     plcf->webhook_methods = NGX_CONF_UNSET_PTR;
+    plcf->identity_cache_time = NGX_CONF_UNSET;
 
     return plcf;
 }
@@ -679,6 +694,10 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                              NULL);
     ngx_conf_merge_ptr_value(conf->webhook_methods, prev->webhook_methods,
                              NULL);
+    ngx_conf_merge_str_value(conf->identity_bureau, prev->identity_bureau,
+                             "");
+    ngx_conf_merge_value(conf->identity_cache_time,
+                         prev->identity_cache_time, 86400);
 
     return ngx_platform_auth_merge(cf, prev, conf);
 }

@@ -214,6 +214,14 @@ typedef struct {
      */
     ngx_array_t               *webhook_sources;
     ngx_array_t               *webhook_methods;
+
+    /*
+     * identity: the internal location that asks the credit bureau, and
+     * how long a bureau's answer recorded for a tenant answers repeats
+     * (0: always ask)
+     */
+    ngx_str_t                  identity_bureau;
+    time_t                     identity_cache_time;
 } ngx_platform_loc_conf_t;
 
 
@@ -586,6 +594,37 @@ ngx_int_t ngx_platform_metrics_add_zone(ngx_conf_t *cf);
 ngx_int_t ngx_platform_metrics_log_handler(ngx_http_request_t *r);
 void ngx_platform_metrics_init_process(ngx_cycle_t *cycle);
 void ngx_platform_metric_inc(ngx_uint_t metric);
+
+
+/* ngx_platform_subrequest.c: a GET to an internal location, in memory */
+
+typedef struct {
+    ngx_uint_t                 status;     /* the response's, or nginx's */
+    ngx_str_t                  body;       /* in the request pool */
+    unsigned                   own:1;      /* no response: nginx's status
+                                              (502 unreachable, 504 timed
+                                              out, 404 no such location) */
+    unsigned                   incomplete:1;  /* cut short, or larger than
+                                              subrequest_output_buffer_size */
+} ngx_platform_subrequest_result_t;
+
+typedef void (*ngx_platform_subrequest_pt)(ngx_http_request_t *r,
+    void *data, ngx_platform_subrequest_result_t *result);
+
+/*
+ * GET uri?args as a subrequest of r, with none of the client's headers
+ * and no body; the response is kept in memory. Returns NGX_DONE (the
+ * request is counted, like a backend operation: handler ends it with
+ * ngx_platform_finalize(), or drops the count with
+ * ngx_http_finalize_request(r, NGX_DONE) when it starts another
+ * operation) or NGX_ERROR. handler is called later from a posted event,
+ * never when the client has gone (the request is then terminated and
+ * its pool's cleanups run). Started from an event of another connection
+ * (a backend's completion), call ngx_http_run_posted_requests() for r's
+ * connection afterwards: that runs the subrequest.
+ */
+ngx_int_t ngx_platform_subrequest(ngx_http_request_t *r, ngx_str_t *uri,
+    ngx_str_t *args, ngx_platform_subrequest_pt handler, void *data);
 
 
 #endif /* _NGX_PLATFORM_H_INCLUDED_ */

@@ -1,0 +1,200 @@
+
+/*
+ * ngx_platform: a GET subrequest to an internal location, its response
+ * kept in memory, for the outside parties an operator reaches through
+ * nginx's own proxy_* settings (timeouts, TLS, keepalive, credentials).
+ *
+ * The subrequest carries none of the client's headers nor its body: a
+ * bearer token sent to the module never travels on to a third party.
+ * The response body is bounded by subrequest_output_buffer_size of the
+ * internal location. The post-subrequest handler keeps what the location
+ * answered and wakes the main request, whose write handler calls the
+ * caller back; a failed subrequest never ends the main request, whose
+ * client still gets an answer, unless that client is gone.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+
+
+typedef struct {
+    ngx_http_request_t                *request;
+    ngx_platform_subrequest_pt         handler;
+    void                              *data;
+    ngx_platform_subrequest_result_t   result;
+    ngx_event_t                        event;
+    unsigned                           done:1;
+} ngx_platform_subrequest_ctx_t;
+
+
+static ngx_int_t ngx_platform_subrequest_done(ngx_http_request_t *sr,
+    void *data, ngx_int_t rc);
+static void ngx_platform_subrequest_wake(ngx_event_t *ev);
+static void ngx_platform_subrequest_cleanup(void *data);
+
+
+ngx_int_t
+ngx_platform_subrequest(ngx_http_request_t *r, ngx_str_t *uri,
+    ngx_str_t *args, ngx_platform_subrequest_pt handler, void *data)
+{
+    ngx_pool_cleanup_t             *cln;
+    ngx_http_request_t             *sr;
+    ngx_http_post_subrequest_t     *ps;
+    ngx_platform_subrequest_ctx_t  *sc;
+
+    sc = ngx_pcalloc(r->pool, sizeof(ngx_platform_subrequest_ctx_t));
+    if (sc == NULL) {
+        return NGX_ERROR;
+    }
+
+    ps = ngx_palloc(r->pool, sizeof(ngx_http_post_subrequest_t));
+    if (ps == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    sc->request = r;
+    sc->handler = handler;
+    sc->data = data;
+
+    sc->event.handler = ngx_platform_subrequest_wake;
+    sc->event.data = sc;
+    sc->event.log = r->connection->log;
+
+    cln->handler = ngx_platform_subrequest_cleanup;
+    cln->data = sc;
+
+    ps->handler = ngx_platform_subrequest_done;
+    ps->data = sc;
+
+    if (ngx_http_subrequest(r, uri, args, &sr, ps,
+                            NGX_HTTP_SUBREQUEST_IN_MEMORY
+                            |NGX_HTTP_SUBREQUEST_WAITED)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* none of the client's headers, no body: a plain GET */
+
+    ngx_memzero(&sr->headers_in, sizeof(ngx_http_headers_in_t));
+
+    if (ngx_list_init(&sr->headers_in.headers, r->pool, 2,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    sr->headers_in.server = r->headers_in.server;
+    sr->headers_in.content_length_n = -1;
+    sr->headers_in.keep_alive_n = -1;
+    sr->request_body = NULL;
+
+    /* the caller's hold on the request, released by its handler */
+    r->main->count++;
+
+    return NGX_DONE;
+}
+
+
+/*
+ * Called when the subrequest finalizes, possibly more than once (a
+ * status nginx makes itself is finalized again with its page): the
+ * first call tells. The status is the response's or, when no response
+ * came, nginx's own (502, 504, ...).
+ */
+
+static ngx_int_t
+ngx_platform_subrequest_done(ngx_http_request_t *sr, void *data,
+    ngx_int_t rc)
+{
+    ngx_platform_subrequest_ctx_t *sc = data;
+
+    if (rc == NGX_HTTP_CLIENT_CLOSED_REQUEST
+        || rc == NGX_HTTP_REQUEST_TIME_OUT
+        || sr->connection->error)
+    {
+        /* the client is gone: the main request ends, nobody is called */
+        return rc;
+    }
+
+    if (!sc->done) {
+        sc->done = 1;
+
+        sc->result.status = sr->headers_out.status;
+
+        if (sc->result.status == 0 || rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+            /* no response came: the status nginx made */
+            sc->result.own = 1;
+            sc->result.status = (rc >= NGX_HTTP_SPECIAL_RESPONSE)
+                                ? (ngx_uint_t) rc : NGX_HTTP_BAD_GATEWAY;
+        }
+
+        if (rc == NGX_ERROR) {
+            /* a response cut short, or larger than the buffer */
+            sc->result.incomplete = 1;
+        }
+
+        if (sr->out && sr->out->buf) {
+            sc->result.body.data = sr->out->buf->pos;
+            sc->result.body.len = sr->out->buf->last - sr->out->buf->pos;
+        }
+
+        /*
+         * the caller is called back once the subrequest is over and the
+         * main request active again: after this event loop iteration
+         */
+        ngx_post_event(&sc->event, &ngx_posted_events);
+
+        sr->parent->write_event_handler = ngx_http_request_empty_handler;
+    }
+
+    if (rc == NGX_ERROR || rc >= NGX_HTTP_SPECIAL_RESPONSE
+        || rc == NGX_HTTP_CREATED || rc == NGX_HTTP_NO_CONTENT)
+    {
+        /*
+         * nginx would send its error page, or end the whole request on
+         * NGX_ERROR: the subrequest just ends, the main request goes on
+         */
+        return NGX_OK;
+    }
+
+    return rc;
+}
+
+
+static void
+ngx_platform_subrequest_wake(ngx_event_t *ev)
+{
+    ngx_platform_subrequest_ctx_t *sc = ev->data;
+
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = sc->request;
+    c = r->connection;
+
+    sc->handler(r, sc->data, &sc->result);
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_platform_subrequest_cleanup(void *data)
+{
+    ngx_platform_subrequest_ctx_t *sc = data;
+
+    if (sc->event.posted) {
+        ngx_delete_posted_event(&sc->event);
+    }
+}
