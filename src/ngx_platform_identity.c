@@ -417,7 +417,9 @@ ngx_platform_identity_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     last = ir->name.data + ir->name.len;
 
     for (p = ir->name.data; p && p < last; p++) {
-        if (*p < 0x20 || *p == 0x7f) {
+        if ((*p < 0x20 && *p != '\t' && *p != '\r' && *p != '\n')
+            || *p == 0x7f)
+        {
             return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
                            "customer_name must not hold control characters.");
         }

@@ -33,6 +33,7 @@ typedef struct {
 
 static ngx_int_t ngx_platform_subrequest_done(ngx_http_request_t *sr,
     void *data, ngx_int_t rc);
+static ngx_uint_t ngx_platform_subrequest_too_big(ngx_http_request_t *sr);
 static void ngx_platform_subrequest_wake(ngx_event_t *ev);
 static void ngx_platform_subrequest_cleanup(void *data);
 
@@ -119,6 +120,28 @@ ngx_platform_subrequest_done(ngx_http_request_t *sr, void *data,
 {
     ngx_platform_subrequest_ctx_t *sc = data;
 
+    ngx_uint_t  big;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, sr->connection->log, 0,
+                   "platform subrequest done: %i, status %ui, error %d, "
+                   "seen %d", rc, sr->headers_out.status,
+                   sr->connection->error, sc->done);
+
+    big = 0;
+
+    if ((rc == NGX_ERROR || rc == NGX_OK) && sr->connection->error
+        && ngx_platform_subrequest_too_big(sr))
+    {
+        big = 1;
+
+        /*
+         * nginx marks the client's connection failed on any filter error,
+         * also when the in-memory buffer of a subrequest overflows, though
+         * nothing was sent to the client: it is alive, and gets an answer
+         */
+        sr->connection->error = 0;
+    }
+
     if (rc == NGX_HTTP_CLIENT_CLOSED_REQUEST
         || rc == NGX_HTTP_REQUEST_TIME_OUT
         || sr->connection->error)
@@ -139,7 +162,7 @@ ngx_platform_subrequest_done(ngx_http_request_t *sr, void *data,
                                 ? (ngx_uint_t) rc : NGX_HTTP_BAD_GATEWAY;
         }
 
-        if (rc == NGX_ERROR) {
+        if (rc == NGX_ERROR || big) {
             /* a response cut short, or larger than the buffer */
             sc->result.incomplete = 1;
         }
@@ -158,7 +181,7 @@ ngx_platform_subrequest_done(ngx_http_request_t *sr, void *data,
         sr->parent->write_event_handler = ngx_http_request_empty_handler;
     }
 
-    if (rc == NGX_ERROR || rc >= NGX_HTTP_SPECIAL_RESPONSE
+    if (rc == NGX_ERROR || big || rc >= NGX_HTTP_SPECIAL_RESPONSE
         || rc == NGX_HTTP_CREATED || rc == NGX_HTTP_NO_CONTENT)
     {
         /*
@@ -169,6 +192,29 @@ ngx_platform_subrequest_done(ngx_http_request_t *sr, void *data,
     }
 
     return rc;
+}
+
+
+/*
+ * The response did not fit subrequest_output_buffer_size: its declared
+ * length is larger, or a buffer was made and something did not fit (the
+ * in-memory filter fails for nothing else once it has a buffer)
+ */
+
+static ngx_uint_t
+ngx_platform_subrequest_too_big(ngx_http_request_t *sr)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (!sr->subrequest_in_memory || sr->headers_out.status == 0) {
+        return 0;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(sr, ngx_http_core_module);
+
+    return (sr->headers_out.content_length_n
+            > (off_t) clcf->subrequest_output_buffer_size)
+           || (sr->out && sr->out->buf);
 }
 
 
