@@ -291,8 +291,8 @@ static char  *ngx_platform_sales_methods[] = {
 /*
  * Spec 2.12 and decisions.md: all four required. The amount at least one
  * cent (more than 0 with at most two places, which the statement checks
- * exactly) and at most what numeric(16,2) holds; the reference's length
- * in characters, trimmed.
+ * exactly) and at most 999999999999.99, well within numeric(16,2); the
+ * reference's length in characters, trimmed.
  */
 
 static ngx_platform_field_t  ngx_platform_sales_patch_body[] = {
@@ -304,7 +304,7 @@ static ngx_platform_field_t  ngx_platform_sales_patch_body[] = {
       1, 128, NULL, NULL, NULL },
     { "amount", NGX_PLATFORM_T_NUMBER,
       NGX_PLATFORM_F_REQUIRED|NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX,
-      0.01, 99999999999999.99, NULL, NULL, NULL },
+      0.01, 999999999999.99, NULL, NULL, NULL },
     { "paymentMethod", NGX_PLATFORM_T_ENUM, NGX_PLATFORM_F_REQUIRED,
       0, 0, ngx_platform_sales_methods, NULL, NULL },
     { NULL, 0, 0, 0, 0, NULL, NULL, NULL }
