@@ -35,7 +35,8 @@ my $top = $ENV{PLATFORM_TEST_TOP} // '.';
 open my $fh, '<', "$top/scripts/demo-data.sql" or die "demo-data.sql: $!";
 my $demo = do { local $/; <$fh> };
 close $fh;
-$demo =~ /(-- Sales \(migration 0012.*?DROP TABLE demo_sale_lines, demo_sales;)/s
+$demo =~ /(--\ Sales\ \(migration\ 0012.*?
+          DROP\ TABLE\ demo_sale_lines,\ demo_sales;)/sx
     or die "no sales section in demo-data.sql";
 $t->psql($1);
 
