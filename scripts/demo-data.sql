@@ -643,3 +643,232 @@ INSERT INTO trade_process_flows (id, tenant_id, name, description) VALUES
     ('22000000-0000-4000-8000-000000000002', 'tenant-other',
      'Rice import', 'Import permit, port clearance, warehousing')
 ON CONFLICT DO NOTHING;
+
+-- Sales (migration 0012, PATCH /sales/transactions):
+--   sales        aa100000-0000-4000-8000-00000000000N   (tenant-demo, 1-3,
+--                all PENDING: nothing paid yet)
+--                aa200000-0000-4000-8000-000000000001   (tenant-other)
+--   their lines  ae100000-0000-4000-8000-0000000000SN (sale S, line N;
+--                ae2... for tenant-other), two or three a sale; a sale's
+--                orderAmount, totalVat and totalQuantity are their sums,
+--                totalAmount = orderAmount + shippingFee + totalVat -
+--                discount (sale 1: 12825.00, sale 2: 53063.04, sale 3:
+--                6500.00, tenant-other's: 11000.00).
+-- The parties, the seller and the products are stored documents
+-- (docs/api.md "The sale model"): one customer, agent and seller per
+-- tenant here, varied by name.
+
+CREATE TEMP TABLE demo_sale_lines (sale, n, name, sku, quantity, unit_price,
+                                   vat_ratio) AS
+VALUES
+    ('aa100000-0000-4000-8000-000000000001'::uuid, 1, 'Parboiled rice 50kg',
+     'RICE-50', 2, 4000.00, 0.075),
+    ('aa100000-0000-4000-8000-000000000001', 2, 'Palm oil 5l', 'OIL-5', 3,
+     1000.00, 0.075),
+    ('aa100000-0000-4000-8000-000000000002', 1, 'Brown beans 10kg',
+     'BEANS-10', 5, 2500.10, 0.075),
+    ('aa100000-0000-4000-8000-000000000002', 2, 'Yam tuber', 'YAM-1', 10,
+     3000.00, 0.075),
+    ('aa100000-0000-4000-8000-000000000002', 3, 'Maize 25kg', 'MAIZE-25', 1,
+     5000.00, 0.075),
+    ('aa100000-0000-4000-8000-000000000003', 1, 'Tomatoes, basket', 'TOM-B',
+     4, 1250.00, 0),
+    ('aa100000-0000-4000-8000-000000000003', 2, 'Sweet pepper, bag', 'PEP-B',
+     2, 750.00, 0),
+    ('aa200000-0000-4000-8000-000000000001', 1, 'Cassava 50kg', 'CAS-50',
+     10, 800.00, 0),
+    ('aa200000-0000-4000-8000-000000000001', 2, 'Onions, bag', 'ONI-B', 5,
+     400.00, 0);
+
+CREATE TEMP TABLE demo_sales AS
+SELECT s.id::uuid AS id, s.tenant_id, s.n, s.shipping_fee::numeric AS
+       shipping_fee, s.discount::numeric AS discount, s.customer, s.agent,
+       s.seller,
+       jsonb_build_object('code', 'NG', 'name', 'Nigeria',
+                          'currency', 'NGN') AS country,
+       jsonb_build_object('userId', 'user-' || s.seller, 'virtualBankCode',
+                          '090267', 'floatAccountId', 'FA-' || s.n,
+                          'floatAccountUuid',
+                          'f0000000-0000-4000-8000-00000000000' || s.n,
+                          'floatAccountNumber', '900000000' || s.n,
+                          'commissionAccountId', 'CA-' || s.n) AS wallet
+FROM (VALUES
+    ('aa100000-0000-4000-8000-000000000001', 'tenant-demo', 1, 1500, 500,
+     'Amaka Nwankwo', 'Tunde Bakare', 'ada-foods'),
+    ('aa100000-0000-4000-8000-000000000002', 'tenant-demo', 2, 2000, 0,
+     'Ibrahim Musa', 'Tunde Bakare', 'ada-foods'),
+    ('aa100000-0000-4000-8000-000000000003', 'tenant-demo', 3, 0, 0,
+     'Grace Okon', 'Tunde Bakare', 'ada-foods'),
+    ('aa200000-0000-4000-8000-000000000001', 'tenant-other', 4, 1000, 0,
+     'Emeka Obi', 'Halima Sani', 'obi-farms'))
+    AS s(id, tenant_id, n, shipping_fee, discount, customer, agent, seller);
+
+INSERT INTO sales (id, tenant_id, merchant_id, business_id, customer_id,
+    customer_business_id, agent_id, request_id, country_code, order_number,
+    global_order_number, delivery_address_text, delivery_note,
+    payment_reference, settlement_reference, logistics_request_id,
+    logistics_provider, parent_sale, total_quantity, order_amount,
+    shipping_fee, discount, total_promotion_discount, total_vat,
+    total_vat_ratio, total_amount, payment_method, payment_mode,
+    delivery_mode, transaction_base_fare, customer, agent, seller,
+    extra_payloads, delivery_address, shipping_fee_detail,
+    transaction_shipping_fee_detail, created_at, updated_at)
+SELECT s.id, s.tenant_id,
+       CASE s.tenant_id WHEN 'tenant-demo'
+            THEN '91000000-0000-4000-8000-000000000001'
+            ELSE '92000000-0000-4000-8000-000000000001' END,
+       'biz-' || s.seller, 'user-cust-' || s.n, 'biz-cust-' || s.n,
+       'user-agent-' || s.n, 'REQ-DEMO-' || s.n, 'NG',
+       'SO-2024-000' || s.n, 'GSO-2024-000' || s.n,
+       s.n || ' Allen Avenue, Ikeja, Lagos', 'Call on arrival.',
+       'PAYREF-' || s.n, '', 'LOG-' || s.n, 'Demo Logistics', '',
+       l.quantity, l.amount, s.shipping_fee, s.discount, 0, l.vat,
+       0.075, l.amount + s.shipping_fee + l.vat - s.discount, 'QR',
+       'IN_STORE', 'PICK_UP', s.shipping_fee,
+       pp.parties->'cust', pp.parties->'agent', b.doc,
+       jsonb_build_object('ussdString', '*737*000*' || s.n || '#',
+                          'bankCode', '058', 'accountNumber',
+                          '012345678' || s.n, 'paymentLink',
+                          'https://pay.example.com/' || s.n,
+                          'navigatingUrl', 'https://shop.example.com/o/'
+                          || s.n, 'qrCode', 'QR-DEMO-' || s.n),
+       jsonb_build_object('id', s.n, 'uuid',
+                          'ad000000-0000-4000-8000-00000000000' || s.n,
+                          'createdAt', '2024-06-01T09:00:00Z',
+                          'updatedAt', '2024-06-01T09:00:00Z',
+                          'state', 'Lagos', 'city', 'Ikeja',
+                          'address', s.n || ' Allen Avenue',
+                          'latitude', 6.6018, 'longitude', 3.3515,
+                          'customerId', 'user-cust-' || s.n,
+                          'tenantId', s.tenant_id, 'postalCode', '100271',
+                          'deliveryMode', 'PICK_UP',
+                          'customerPhoneNumber', '+23480300000' || s.n),
+       jsonb_build_object('shippingFee', s.shipping_fee,
+                          'distanceCovered', 4.2, 'requestId',
+                          'REQ-DEMO-' || s.n, 'dropOffUserId',
+                          'user-cust-' || s.n),
+       jsonb_build_object('totalDistanceCovered', 4.2, 'baseFare',
+                          s.shipping_fee, 'unitPrice', 250.00,
+                          'totalShippingFee', s.shipping_fee,
+                          'unitOfMeasurement', 'KM'),
+       timestamptz '2024-06-01T09:00:00Z' + s.n * interval '1 hour',
+       timestamptz '2024-06-01T09:00:00Z' + s.n * interval '1 hour'
+FROM demo_sales s
+CROSS JOIN LATERAL (
+    SELECT sum(x.quantity)::int AS quantity,
+           sum(round(x.quantity * x.unit_price, 2)) AS amount,
+           sum(round(x.quantity * x.unit_price * x.vat_ratio, 2)) AS vat
+    FROM demo_sale_lines x WHERE x.sale = s.id) l
+CROSS JOIN LATERAL (
+    SELECT jsonb_build_object(
+        'get_id', 'biz-' || s.seller, 'name', initcap(replace(s.seller, '-',
+        ' ')), 'email', 'sales@' || s.seller || '.example',
+        'photo', 'https://cdn.example.com/b/' || s.seller || '.png',
+        'wallet', s.wallet,
+        'address', jsonb_build_object('country', 'Nigeria', 'lga', 'Ikeja',
+                   'name', '12 Allen Avenue', 'state', 'Lagos',
+                   'latitude', 6.6018, 'longitude', 3.3515),
+        'location', jsonb_build_object('coordinates',
+                    jsonb_build_array(3.3515, 6.6018), 'type', 'Point'),
+        'user', 'user-' || s.seller,
+        'owner', jsonb_build_object('profileTenant', s.tenant_id,
+                 'city', jsonb_build_object('code', 'IKJ', 'name', 'Ikeja'),
+                 'country', s.country, 'firstName', 'Adaeze',
+                 'lastName', 'Okeke', 'phone', '+2348090000001',
+                 'photo', 'https://cdn.example.com/p/owner.jpg',
+                 'state', jsonb_build_object('code', 'LA', 'name', 'Lagos'),
+                 'username', 'adaeze.okeke', 'wallet', s.wallet,
+                 'id', 'user-owner-' || s.seller,
+                 'fullName', 'Adaeze Okeke'),
+        'businessHandle', s.seller, 'phone', '+2348090000002',
+        'category', 'Groceries', 'shippingFee', s.shipping_fee,
+        'extraLocationPrice', 250.00, 'distance', 4.2, 'active', true,
+        'acceptingOrder', true, 'isDistributor', false,
+        'isManufacturer', false, 'isHead', true,
+        'kycDetails', jsonb_build_object('rcNumber', 'RC1234' || s.n,
+                      'tin', '12345678-000' || s.n, 'verified', true),
+        'pickUpAddresses', jsonb_build_array(jsonb_build_object(
+            'country', 'Nigeria', 'lga', 'Ikeja', 'name', 'Warehouse 1',
+            'state', 'Lagos', 'latitude', 6.6, 'longitude', 3.35,
+            'location', jsonb_build_object('coordinates',
+                        jsonb_build_array(3.35, 6.6), 'type', 'Point'))),
+        'priceMargin', jsonb_build_object('type', 'FIXED', 'source',
+                       'BUSINESS', 'value', 100.00, 'enabled', true))
+        AS doc
+) b
+CROSS JOIN LATERAL (
+    SELECT jsonb_object_agg(c.kind, jsonb_build_object(
+               'country', s.country, 'firstName', split_part(c.name, ' ', 1),
+               'lastName', split_part(c.name, ' ', 2), 'wallet', s.wallet,
+               'city', jsonb_build_object('code', 'IKJ', 'name', 'Ikeja'),
+               'phone', '+2348030000' || s.n, 'profileTenant', s.tenant_id,
+               'photo', 'https://cdn.example.com/p/' || s.n || '.jpg',
+               'get_id', 'user-' || c.kind || '-' || s.n,
+               'state', jsonb_build_object('code', 'LA', 'name', 'Lagos'),
+               'username', lower(replace(c.name, ' ', '.')),
+               'status', 'ACTIVE',
+               'profileOwners', jsonb_build_array('user-' || c.kind || '-'
+                                                  || s.n),
+               'businesses', jsonb_build_array(b.doc),
+               'address', s.n || ' Allen Avenue, Ikeja',
+               'fullName', c.name)) AS parties
+    FROM (VALUES ('cust', s.customer), ('agent', s.agent)) AS c(kind, name)
+) pp
+ON CONFLICT DO NOTHING;
+
+INSERT INTO sale_details (uuid, sale_id, tenant_id, merchant_id,
+    business_id, country_code, quantity, amount, vat, vat_ratio,
+    promotion_discount, cost_price, total_cost_price, profit,
+    quantity_remaining, product, selling_price, created_at, updated_at)
+SELECT ('ae' || substr(x.sale::text, 3, 1) || '00000-0000-4000-8000-0000000000'
+        || right(x.sale::text, 1) || x.n)::uuid,
+       x.sale, s.tenant_id, s.merchant_id, s.business_id, 'NG', x.quantity,
+       round(x.quantity * x.unit_price, 2),
+       round(x.quantity * x.unit_price * x.vat_ratio, 2), x.vat_ratio, 0,
+       round(x.unit_price * 0.8, 2), round(x.quantity * x.unit_price * 0.8, 2),
+       round(x.quantity * x.unit_price * 0.2, 2), 0,
+       jsonb_build_object(
+           'id', 100 + x.n, 'uuid', 'af000000-0000-4000-8000-0000000001'
+                                     || lpad(x.n::text, 2, '0'),
+           'createdAt', '2024-05-01T08:00:00Z',
+           'updatedAt', '2024-05-01T08:00:00Z',
+           'tenantId', s.tenant_id, 'merchantId', s.merchant_id,
+           'businessId', s.business_id, 'name', x.name,
+           'description', x.name || ', sold by the unit.', 'sku', x.sku,
+           'category', 'Groceries', 'subCategories', 'Staples',
+           'brand', 'Farm Fresh', 'countryCode', 'NG',
+           'productPublicId', 'PUB-' || x.sku, 'unit', 'unit',
+           'minimumOrderQuantity', 1, 'quantityOnHand', 500,
+           'reorderLevel', 50, 'weight', 1.5,
+           'costPrice', jsonb_build_object('price', round(x.unit_price * 0.8,
+                        2), 'unitQuantity', 1, 'unitPrice',
+                        round(x.unit_price * 0.8, 2)),
+           'sellingPrice', jsonb_build_object('price', x.unit_price,
+                           'unitQuantity', 1, 'unitPrice', x.unit_price),
+           'priceMargin', jsonb_build_object('type', 'FIXED', 'source',
+                          'BUSINESS', 'value', round(x.unit_price * 0.2, 2),
+                          'enabled', true),
+           'promotion', jsonb_build_object('id', 7, 'uuid',
+                        'a7000000-0000-4000-8000-000000000007',
+                        'createdAt', '2024-05-01T08:00:00Z',
+                        'updatedAt', '2024-05-01T08:00:00Z',
+                        'tenantId', s.tenant_id,
+                        'merchantId', s.merchant_id,
+                        'name', 'No promotion', 'description', '',
+                        'discountType', 'FIXED', 'amount', 0,
+                        'percentage', 0,
+                        'endDate', '2030-12-31T23:59:59Z',
+                        'isActive', false),
+           'stockLevel', 'IN_STOCK', 'visibility', true,
+           'images', jsonb_build_array('https://cdn.example.com/i/'
+                                       || lower(x.sku) || '.jpg'),
+           'clusters', jsonb_build_array(1, 2)),
+       jsonb_build_object('price', round(x.quantity * x.unit_price, 2),
+                          'unitQuantity', x.quantity,
+                          'unitPrice', x.unit_price),
+       s.created_at, s.created_at
+FROM demo_sale_lines x
+JOIN sales s ON s.id = x.sale
+ON CONFLICT DO NOTHING;
+
+DROP TABLE demo_sale_lines, demo_sales;

@@ -153,3 +153,55 @@ ON CONFLICT DO NOTHING;
 
 ANALYZE counterparties;
 ANALYZE counterparty_accounts;
+
+-- Sales of tenant-bench for the sales-patch row: 100 sales
+-- b5000000-0000-4000-8000-000000000NNN, N = 1..100, each a copy of demo
+-- sale aa100000-0000-4000-8000-000000000001 of tenant-demo
+-- (scripts/demo-data.sql, loaded by scripts/dev start) with its documents
+-- and its two details, but a totalAmount of 999999999999.99, so that the
+-- payments of a run (a new reference per request, 1.00 to 99.99 each)
+-- never fill one up. Put back unpaid at every run; scripts/bench deletes
+-- tenant-bench's payments before and after its runs.
+INSERT INTO sales (id, tenant_id, merchant_id, business_id, customer_id,
+    customer_business_id, agent_id, request_id, country_code, order_number,
+    global_order_number, delivery_address_text, delivery_note,
+    payment_reference, settlement_reference, logistics_request_id,
+    logistics_provider, parent_sale, total_quantity, order_amount,
+    shipping_fee, discount, total_promotion_discount, total_vat,
+    total_vat_ratio, total_amount, payment_method, payment_mode,
+    delivery_mode, transaction_base_fare, customer, agent, seller,
+    extra_payloads, delivery_address, shipping_fee_detail,
+    transaction_shipping_fee_detail)
+SELECT ('b5000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       'tenant-bench', s.merchant_id, s.business_id, s.customer_id,
+       s.customer_business_id, s.agent_id, s.request_id, s.country_code,
+       'SO-BENCH-' || g, 'GSO-BENCH-' || g, s.delivery_address_text,
+       s.delivery_note, s.payment_reference, s.settlement_reference,
+       s.logistics_request_id, s.logistics_provider, s.parent_sale,
+       s.total_quantity, s.order_amount, s.shipping_fee, s.discount,
+       s.total_promotion_discount, s.total_vat, s.total_vat_ratio,
+       999999999999.99, s.payment_method, s.payment_mode, s.delivery_mode,
+       s.transaction_base_fare, s.customer, s.agent, s.seller,
+       s.extra_payloads, s.delivery_address, s.shipping_fee_detail,
+       s.transaction_shipping_fee_detail
+FROM sales s, generate_series(1, 100) AS g
+WHERE s.id = 'aa100000-0000-4000-8000-000000000001'
+ON CONFLICT (id) DO UPDATE SET amount_paid = 0, payment_status = 'PENDING',
+    payment_method = 'QR', transaction_reference = NULL,
+    last_payment_amount = NULL, payment_response_message = NULL,
+    first_paid_at = NULL, last_paid_at = NULL, payment_count = 0;
+
+INSERT INTO sale_details (uuid, sale_id, tenant_id, merchant_id,
+    business_id, country_code, quantity, amount, vat, vat_ratio,
+    promotion_discount, cost_price, total_cost_price, profit,
+    quantity_remaining, product, selling_price)
+SELECT ('b6000000-0000-4000-8' || lpad(g::text, 3, '0') || '-'
+        || substr(d.uuid::text, 25, 12))::uuid,
+       ('b5000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       'tenant-bench', d.merchant_id, d.business_id, d.country_code,
+       d.quantity, d.amount, d.vat, d.vat_ratio, d.promotion_discount,
+       d.cost_price, d.total_cost_price, d.profit, d.quantity_remaining,
+       d.product, d.selling_price
+FROM sale_details d, generate_series(1, 100) AS g
+WHERE d.sale_id = 'aa100000-0000-4000-8000-000000000001'
+ON CONFLICT DO NOTHING;
