@@ -205,3 +205,20 @@ SELECT ('b6000000-0000-4000-8' || lpad(g::text, 3, '0') || '-'
 FROM sale_details d, generate_series(1, 100) AS g
 WHERE d.sale_id = 'aa100000-0000-4000-8000-000000000001'
 ON CONFLICT DO NOTHING;
+
+-- Bureau answers of tenant-bench for the identity-cached row: RC numbers
+-- BENCH001 .. BENCH100, each answered by the bureau "now" at every run, so
+-- that every verification of the run is a repeat within
+-- platform_identity_cache_time, answered from the record. scripts/bench
+-- deletes the reuses (rows with cached_from) before and after its runs.
+DELETE FROM identity_verifications WHERE tenant_id = 'tenant-bench';
+INSERT INTO identity_verifications (tenant_id, rc_number, customer_name,
+    status, bureau, requested_by)
+SELECT 'tenant-bench', 'BENCH' || lpad(g::text, 3, '0'), NULL, 'VERIFIED',
+       jsonb_build_object('companyName', 'Bench Company ' || g || ' Limited',
+                          'address', g || ' Bench Street, Lagos',
+                          'rcNumber', 'BENCH' || lpad(g::text, 3, '0')),
+       'bench'
+FROM generate_series(1, 100) AS g;
+
+ANALYZE identity_verifications;
