@@ -699,6 +699,15 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->identity_cache_time,
                          prev->identity_cache_time, 86400);
 
+    if (conf->family == &ngx_platform_identity_family
+        && conf->identity_bureau.len == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "platform_identity without "
+                           "platform_identity_bureau: verifications not "
+                           "answered from the record will be 500");
+    }
+
     return ngx_platform_auth_merge(cf, prev, conf);
 }
 

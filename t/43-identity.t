@@ -388,5 +388,17 @@ $t->ignore_log(qr/too big subrequest response/);
 kill 'TERM', $slow_pid;
 waitpid $slow_pid, 0;
 
+# a location without a bureau: nginx -t passes, and says what it means
+my $c = $t->check_config(<<'EOF');
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /api/ { platform_identity; platform_auth none; }
+    }
+EOF
+is($c->{ok}, 1, 'no bureau: nginx -t passes') or diag($c->{output});
+like($c->{output},
+     qr/\[warn\].*platform_identity without platform_identity_bureau/,
+     'no bureau: nginx -t warns');
+
 $t->done;
 done_testing;
