@@ -9,6 +9,8 @@
 # stale claim of a dead worker blocks nothing; clients that leave while
 # their event waits still get it stored.
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 

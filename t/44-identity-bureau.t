@@ -6,6 +6,8 @@
 # slow bureau not delaying the worker's other requests, and clients that
 # leave while the bureau is asked (the one asking, or one waiting).
 
+# platform-test: serial (time bounds)
+
 use strict;
 use warnings;
 
