@@ -559,11 +559,7 @@ is($t->psql("SELECT count(*) FROM person_documents WHERE id = '$gone[2]'"),
 
 ### the demo data
 
-my $top = $ENV{PLATFORM_TEST_TOP} // '.';
-open my $fh, '<', "$top/scripts/demo-data.sql" or die "demo data: $!";
-my $demo = do { local $/; <$fh> };
-close $fh;
-$t->psql($demo);
+$t->psql(Platform::Test::demo_data(qr/.+/s));
 is($t->psql(q{SELECT string_agg(id || ' ' || tenant_id || ' ' || person_id,
                                 ',' ORDER BY id)
               FROM person_documents

@@ -31,14 +31,9 @@ $t->run(<<'EOF');
     }
 EOF
 
-my $top = $ENV{PLATFORM_TEST_TOP} // '.';
-open my $fh, '<', "$top/scripts/demo-data.sql" or die "demo-data.sql: $!";
-my $demo = do { local $/; <$fh> };
-close $fh;
-$demo =~ /(--\ Sales\ \(migration\ 0012.*?
-          DROP\ TABLE\ demo_sale_lines,\ demo_sales;)/sx
-    or die "no sales section in demo-data.sql";
-$t->psql($1);
+$t->psql(Platform::Test::demo_data(
+    qr/--\ Sales\ \(migration\ 0012 .*?
+       DROP\ TABLE\ demo_sale_lines,\ demo_sales;/sx));
 
 my %S = map { $_ => sprintf('aa100000-0000-4000-8000-%012d', $_) } 1 .. 3;
 my $token = Platform::JWT::hs256($k, tenantId => 'tenant-demo');

@@ -202,6 +202,12 @@ around the first, or '' for a compact body.
 What JSON::PP decoded a value from: 'number', 'string', 'bool', 'null' or
 a reference type.
 
+=item Platform::Test::demo_data(qr/section/)
+
+The part of C<scripts/demo-data.sql> that the pattern matches (its first
+capture, else the whole match), to load a family's demo rows into a
+test's database with C<psql>. Dies when nothing matches.
+
 =item Platform::Test::is_envelope_b_error($r, $status, $message, $detail, $name)
 
 Three tests: a response C<$r> of C<request> has C<$status>, the JSON
@@ -326,6 +332,14 @@ sub loose_json {
         }
     }
     return '';
+}
+
+sub demo_data {
+    my ($pattern) = @_;
+    my $file = ($ENV{PLATFORM_TEST_TOP} // '.') . '/scripts/demo-data.sql';
+    my $demo = _slurp($file) // die "demo_data: $file: $!\n";
+    $demo =~ $pattern or die "demo_data: no match for $pattern in $file\n";
+    return defined $1 ? $1 : $&;
 }
 
 sub is_envelope_b_error {
