@@ -1155,11 +1155,19 @@ ngx_platform_body_cleanup(void *data)
 
 #if (NGX_THREADS)
 
+/*
+ * A worker that shuts down gracefully exits once no timer of its own is
+ * left: hold, a timer that is not cancelable, keeps it for the task, so
+ * that the request is answered and its connection closed first.
+ */
+#define NGX_PLATFORM_TASK_HOLD  60000
+
 typedef struct {
     ngx_http_request_t        *request;
     ngx_platform_work_pt       work;
     void                      *data;
     ngx_platform_handler_pt    done;
+    ngx_event_t                hold;
 } ngx_platform_task_t;
 
 
@@ -1169,6 +1177,13 @@ ngx_platform_task_handler(void *data, ngx_log_t *log)
     ngx_platform_task_t *t = data;
 
     t->work(t->data);
+}
+
+
+static void
+ngx_platform_task_hold(ngx_event_t *ev)
+{
+    ngx_add_timer(ev, NGX_PLATFORM_TASK_HOLD);
 }
 
 
@@ -1185,6 +1200,10 @@ ngx_platform_task_done(ngx_event_t *ev)
     c = r->connection;
 
     ngx_http_set_log_request(c->log, r);
+
+    if (t->hold.timer_set) {
+        ngx_del_timer(&t->hold);
+    }
 
     r->main->blocked--;
 
@@ -1245,6 +1264,11 @@ ngx_platform_offload(ngx_http_request_t *r, ngx_platform_work_pt work,
                                      "Service temporarily unavailable.",
                                      "The server is busy; retry shortly.");
         }
+
+        t->hold.handler = ngx_platform_task_hold;
+        t->hold.data = t;
+        t->hold.log = r->connection->log;
+        ngx_add_timer(&t->hold, NGX_PLATFORM_TASK_HOLD);
 
         r->main->blocked++;
         r->main->count++;
