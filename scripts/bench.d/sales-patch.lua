@@ -15,12 +15,7 @@ local body = '{"saleId":"b5000000-0000-4000-8000-%012d",'
              .. '"amount":%d.%02d,"paymentMethod":"QR"}'
 
 function init(args)
-    local f = assert(io.open("/dev/urandom", "rb"))
-    local bytes = f:read(8)
-    f:close()
-    run = bytes:gsub(".", function(c)
-        return string.format("%02x", c:byte())
-    end)
+    run = run_id()
     math.randomseed(os.time() * 1000 + (thread_no or 0))
 end
 

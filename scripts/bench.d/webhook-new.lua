@@ -12,12 +12,7 @@ local body = '{"id":"evt-%s-%d","type":"payment.succeeded",'
              .. '"customer":{"id":"c-1","email":"ada@example.com"}}'
 
 function init(args)
-    local f = assert(io.open("/dev/urandom", "rb"))
-    local bytes = f:read(8)
-    f:close()
-    run = bytes:gsub(".", function(c)
-        return string.format("%02x", c:byte())
-    end)
+    run = run_id()
 end
 
 function request()
