@@ -629,10 +629,8 @@ ngx_platform_identity_call(ngx_http_request_t *r,
     ngx_platform_identity_req_t *ir)
 {
     u_char                   *p;
-    size_t                    i;
     ngx_str_t                 args;
     ngx_platform_loc_conf_t  *plcf;
-    static u_char             hex[] = "0123456789ABCDEF";
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
@@ -653,18 +651,8 @@ ngx_platform_identity_call(ngx_http_request_t *r,
 
     /* everything but the unreserved characters of RFC 3986 is escaped */
 
-    for (i = 0; i < ir->rc_number.len; i++) {
-        if (ngx_platform_identity_alnum(ir->rc_number.data[i])
-            || ir->rc_number.data[i] == '-' || ir->rc_number.data[i] == '.')
-        {
-            *p++ = ir->rc_number.data[i];
-
-        } else {
-            *p++ = '%';
-            *p++ = hex[ir->rc_number.data[i] >> 4];
-            *p++ = hex[ir->rc_number.data[i] & 0xf];
-        }
-    }
+    p = (u_char *) ngx_escape_uri(p, ir->rc_number.data, ir->rc_number.len,
+                                  NGX_ESCAPE_URI_COMPONENT);
 
     args.len = p - args.data;
 
