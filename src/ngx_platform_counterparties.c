@@ -32,8 +32,7 @@
  */
 
 #define NGX_PLATFORM_CP_SET(column, field, cast)                             \
-    " " column " = CASE WHEN p.b ? '" field "'"                               \
-    " THEN (p.b->>'" field "')" cast " ELSE a." column " END,"
+    NGX_PLATFORM_SQL_SET("p.b", "a", column, field, cast)
 
 static ngx_platform_sql_t  ngx_platform_counterparties_account = {
     { "platform_counterparties_account",

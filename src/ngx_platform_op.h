@@ -29,6 +29,16 @@
 #define NGX_PLATFORM_P_ARG(n)         (0x100 + (n))  /* ctx->args[n] */
 
 
+/*
+ * SQL of an update whose body says what changes: column takes the body's
+ * field when the body (a jsonb expression) has it, null included (which
+ * clears it), else keeps the row's value; cast: "" or "::numeric", ...
+ */
+#define NGX_PLATFORM_SQL_SET(body, row, column, field, cast)                 \
+    " " column " = CASE WHEN " body " ? '" field "'"                         \
+    " THEN (" body "->>'" field "')" cast " ELSE " row "." column " END,"
+
+
 /* how the result answers */
 #define NGX_PLATFORM_ANSWER_DOCUMENT  1  /* a row: its one column is data */
 #define NGX_PLATFORM_ANSWER_EMPTY     2  /* a row: 200 with no body */

@@ -71,8 +71,7 @@ static ngx_platform_outcome_t  ngx_platform_task_requests_assign_outcomes[] = {
 
 
 #define NGX_PLATFORM_TASK_SET(column, field)                                 \
-    " " column " = CASE WHEN v.b ? '" field "'"                              \
-    " THEN v.b->>'" field "' ELSE r." column " END,"
+    NGX_PLATFORM_SQL_SET("v.b", "r", column, field, "")
 
 static ngx_platform_sql_t  ngx_platform_task_requests_assign = {
     { "platform_task_requests_assign",

@@ -100,8 +100,7 @@ static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
  */
 
 #define NGX_PLATFORM_TMS_SET(column, field, cast)                            \
-    " " column " = CASE WHEN c.b ? '" field "'"                               \
-    " THEN (c.b->>'" field "')" cast " ELSE v." column " END,"
+    NGX_PLATFORM_SQL_SET("c.b", "v", column, field, cast)
 
 static ngx_platform_outcome_t  ngx_platform_tms_vehicle_outcomes[] = {
     { "year", NGX_HTTP_BAD_REQUEST, "Bad request.",
