@@ -1376,6 +1376,12 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
     op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
                         queue);
 
+    if (ngx_current_msec - op->sent < pc->pool->conf->pg_query_timeout) {
+        /* the timer was left at an earlier head's deadline, near this one */
+        ngx_platform_pg_arm(pc);
+        return;
+    }
+
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
 
     ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc->pool, op), 0,
