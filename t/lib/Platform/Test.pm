@@ -136,6 +136,17 @@ server closes (or C<timeout>, default 10 s). Chunks are sent with
 C<delay> seconds (default 0.05) between them. C<parse_response($raw)>
 turns the answer into the same hashref as C<request>.
 
+=item $t->burst([[$method, $path, %opts], ...], %opts)
+
+Opens one TCP connection per request, sends every request (C<headers>,
+C<body>, C<json> as for C<request>, with C<Connection: close>) before it
+reads any answer, then reads all answers at once: requests that are in the
+server at the same time, without a process each. Returns an arrayref of
+hashrefs as C<request> returns, in the order of the requests, C<time>
+counted from each one's send. Answers not complete within C<timeout>
+(default 10 s) are status 599: their connections are closed then, as a
+client that gives up does.
+
 =item $t->psql($sql)
 
 Runs psql -XAt -v ON_ERROR_STOP=1 with the SQL on the test's database;
@@ -731,6 +742,92 @@ sub raw_request {
     }
     close $s;
     return $reply;
+}
+
+# the bytes of one request, for burst
+sub _request_bytes {
+    my ($self, $method, $path, %opts) = @_;
+
+    my $h = $opts{headers} // {};
+    my @pairs = ref $h eq 'ARRAY' ? @$h : %$h;
+    my $body = $opts{body};
+
+    if (exists $opts{json}) {
+        $body = $json->encode($opts{json});
+        push @pairs, 'Content-Type', 'application/json'
+            unless grep { lc $_ eq 'content-type' }
+                   @pairs[grep { $_ % 2 == 0 } 0 .. $#pairs];
+    }
+
+    my $head = "$method $path HTTP/1.1\r\nHost: localhost\r\n"
+               . "Connection: close\r\n";
+    while (my ($k, $v) = splice @pairs, 0, 2) {
+        $head .= "$k: $v\r\n";
+    }
+    $head .= 'Content-Length: ' . length($body) . "\r\n" if defined $body;
+
+    return "$head\r\n" . ($body // '');
+}
+
+sub burst {
+    my ($self, $requests, %opts) = @_;
+    my $timeout = $opts{timeout} // 10;
+
+    my @c;
+    local $SIG{PIPE} = 'IGNORE';
+
+    for my $req (@$requests) {
+        my ($method, $path, %o) = @$req;
+        my $s = IO::Socket::INET->new(
+            PeerAddr => '127.0.0.1',
+            PeerPort => $o{port} // $self->port(1),
+            Proto    => 'tcp',
+            Timeout  => $timeout,
+        ) or die "burst: connect: $!\n";
+        my $bytes = $self->_request_bytes($method, $path, %o);
+        my $start = time;
+        while (length $bytes) {
+            my $n = $s->syswrite($bytes) // last;
+            substr($bytes, 0, $n) = '';
+        }
+        push @c, { s => $s, reply => '', start => $start };
+    }
+
+    my $deadline = time + $timeout;
+    my %open = map { $_ => 1 } 0 .. $#c;
+
+    while (%open && (my $left = $deadline - time) > 0) {
+        my $rin = '';
+        vec($rin, fileno($c[$_]{s}), 1) = 1 for keys %open;
+        my $n = select(my $rout = $rin, undef, undef, $left);
+        next if $n < 0 && $!{EINTR};
+        last if $n <= 0;
+        for my $i (keys %open) {
+            next unless vec($rout, fileno($c[$i]{s}), 1);
+            my $got = $c[$i]{s}->sysread(my $buf, 65536);
+            if ($got) {
+                $c[$i]{reply} .= $buf;
+                next;
+            }
+            $c[$i]{time} = time - $c[$i]{start};
+            close $c[$i]{s};
+            delete $open{$i};
+        }
+    }
+
+    close $c[$_]{s} for keys %open;
+
+    return [ map {
+        my $c = $_;
+        if (defined $c->{time}) {
+            my $r = $self->parse_response($c->{reply});
+            $r->{time} = $c->{time};
+            $r;
+        } else {
+            _result(599, 'Timeout', {}, "burst: no answer in ${timeout}s",
+                    $timeout);
+        }
+    } @c ];
 }
 
 sub parse_response {
