@@ -176,7 +176,8 @@ the running workers.
 A separate PostgreSQL (copied from the pristine cluster or initdb'ed, run as
 the postgres user when root, migrated), for tests that stop and restart it.
 Returns a handle with C<stop> (C<< stop(mode => 'immediate') >> for a crash),
-C<start>, C<dsn> (database C<platform>), C<port>, C<psql($sql)>, C<log>.
+C<start>, C<dsn> (database C<platform>), C<port>, C<psql($sql)>,
+C<psql_async($sql)> (as C<< $t->psql_async >>), C<log>.
 
 =item $t->start_private_replica($primary)
 
@@ -807,13 +808,20 @@ sub psql_async {
     my ($self, $sql) = @_;
     my $file = sprintf('%s/psql-%d-%d.out', $self->{testdir}, $$,
                        ++$self->{async_n});
+    return _psql_spawn($file, _psql_cmd($self->{pg_host}, $self->{pg_port},
+                                        $self->{pg_user}, $self->{db}, $sql));
+}
+
+# _psql_spawn($file, @cmd): psql in a child, its output to $file; the
+# Async handle's wait returns the output
+sub _psql_spawn {
+    my ($file, @cmd) = @_;
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
         local $ENV{PGOPTIONS} = '-c client_min_messages=warning';
         open STDOUT, '>', $file or POSIX::_exit(1);
         open STDERR, '>', "$file.err" or POSIX::_exit(1);
-        exec(_psql_cmd($self->{pg_host}, $self->{pg_port}, $self->{pg_user},
-                       $self->{db}, $sql)) or POSIX::_exit(127);
+        exec(@cmd) or POSIX::_exit(127);
     }
     return Platform::Test::Async->new($pid, sub {
         my ($status) = @_;
@@ -1234,6 +1242,14 @@ sub psql {
     die "psql failed: $err\n" unless $ok;
     chomp $out;
     return $out;
+}
+
+sub psql_async {
+    my ($self, $sql) = @_;
+    my $file = sprintf('%s/psql-%d-%d.out', $self->{dir}, $$,
+                       ++$self->{async_n});
+    return Platform::Test::_psql_spawn($file, Platform::Test::_psql_cmd(
+        '127.0.0.1', $self->{port}, 'postgres', 'platform', $sql));
 }
 
 sub DESTROY {
