@@ -408,6 +408,9 @@ $t->config_refused(conf('"host=127.0.0.1 port"'), qr/platform_pg_read/,
 $t->config_refused(conf('"nosuchoption=1"'), qr/platform_pg_read/,
                    'an unknown conninfo option');
 ok($t->check_config(conf('off'))->{ok}, 'platform_pg_read off: accepted');
+$t->config_refused(conf($read_dsn) =~ s/^\s*platform_pg .*\n//mr,
+                   qr/platform_pg_read.*platform_pg|platform_pg\b.*not set/,
+                   'a read pool without platform_pg');
 ok($t->check_config(conf($read_dsn))->{ok}, 'a conninfo: accepted');
 
 $t->done;
