@@ -479,6 +479,24 @@ ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
 
 
 ngx_int_t
+ngx_platform_read_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_pg_read_query(r->pool, r->connection->log, stmt,
+                                    params, handler, r);
+
+    if (rc == NGX_DONE) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return ngx_platform_backend_fail(r, rc);
+}
+
+
+ngx_int_t
 ngx_platform_command(ngx_http_request_t *r,
     ngx_platform_redis_handler_pt handler, int argc, const char **argv,
     const size_t *argvlen)

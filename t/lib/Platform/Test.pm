@@ -187,7 +187,25 @@ the running workers.
 A separate PostgreSQL (copied from the pristine cluster or initdb'ed, run as
 the postgres user when root, migrated), for tests that stop and restart it.
 Returns a handle with C<stop> (C<< stop(mode => 'immediate') >> for a crash),
-C<start>, C<dsn> (database C<platform>), C<port>, C<psql($sql)>, C<log>.
+C<start>, C<dsn> (database C<platform>), C<port>, C<psql($sql)>,
+C<psql_async($sql)> (as C<< $t->psql_async >>), C<log>.
+
+=item $t->start_private_replica($primary)
+
+A streaming replica (a hot standby) of a private PostgreSQL of the test
+(C<start_private_pg>): C<pg_basebackup -R -X stream> from it (the copied
+cluster allows replication connections from 127.0.0.1 and has
+C<wal_level> C<replica>), on a port and socket directory of its own in the
+test's directory, run as the postgres user when root. Returns once it is
+in recovery and its WAL receiver streams. The handle has what the
+primary's has (C<stop>, C<start>, which waits for streaming again,
+C<dsn>, C<port>, C<psql($sql)>, read-only, C<log>), and:
+C<pause_replay> (C<pg_wal_replay_pause()>: what the primary commits
+afterwards is received but not applied, so reads on the replica see the
+rows as they were), C<resume_replay>, and C<wait_replayed([$seconds])>,
+true once the replica has replayed the primary's current WAL position
+(C<pg_current_wal_lsn()>), false after C<$seconds> (default 10).
+Needs PostgreSQL 14 or newer. Stopped before its primary at the end.
 
 =item $t->start_private_redis
 
@@ -887,13 +905,20 @@ sub psql_async {
     my ($self, $sql) = @_;
     my $file = sprintf('%s/psql-%d-%d.out', $self->{testdir}, $$,
                        ++$self->{async_n});
+    return _psql_spawn($file, _psql_cmd($self->{pg_host}, $self->{pg_port},
+                                        $self->{pg_user}, $self->{db}, $sql));
+}
+
+# _psql_spawn($file, @cmd): psql in a child, its output to $file; the
+# Async handle's wait returns the output
+sub _psql_spawn {
+    my ($file, @cmd) = @_;
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
         local $ENV{PGOPTIONS} = '-c client_min_messages=warning';
         open STDOUT, '>', $file or POSIX::_exit(1);
         open STDERR, '>', "$file.err" or POSIX::_exit(1);
-        exec(_psql_cmd($self->{pg_host}, $self->{pg_port}, $self->{pg_user},
-                       $self->{db}, $sql)) or POSIX::_exit(127);
+        exec(@cmd) or POSIX::_exit(127);
     }
     return Platform::Test::Async->new($pid, sub {
         my ($status) = @_;
@@ -986,6 +1011,14 @@ sub start_private_pg {
     my ($self) = @_;
     my $n = @{$self->{private}} + 1;
     my $h = Platform::Test::PG->new("$self->{testdir}/pg$n");
+    push @{$self->{private}}, $h;
+    return $h;
+}
+
+sub start_private_replica {
+    my ($self, $primary) = @_;
+    my $n = @{$self->{private}} + 1;
+    my $h = Platform::Test::Replica->new("$self->{testdir}/pg$n", $primary);
     push @{$self->{private}}, $h;
     return $h;
 }
@@ -1312,10 +1345,84 @@ sub psql {
     return $out;
 }
 
+sub psql_async {
+    my ($self, $sql) = @_;
+    my $file = sprintf('%s/psql-%d-%d.out', $self->{dir}, $$,
+                       ++$self->{async_n});
+    return Platform::Test::_psql_spawn($file, Platform::Test::_psql_cmd(
+        '127.0.0.1', $self->{port}, 'postgres', 'platform', $sql));
+}
+
 sub DESTROY {
     my ($self) = @_;
     local ($@, $!, $?);
     eval { $self->stop(mode => 'immediate') };
+}
+
+
+package Platform::Test::Replica;
+
+use Time::HiRes qw(sleep);
+
+our @ISA = ('Platform::Test::PG');
+
+sub new {
+    my ($class, $dir, $primary) = @_;
+    my $self = bless { dir => $dir, data => "$dir/data", primary => $primary,
+                       port => Platform::Test::free_port() }, $class;
+
+    mkdir $dir or die "mkdir $dir: $!\n";
+    mkdir "$dir/run";
+    if ($is_root) {
+        my (undef, undef, $uid, $gid) = getpwnam('postgres')
+            or die "no postgres user\n";
+        chown $uid, $gid, $dir, "$dir/run";
+    }
+
+    # -R: standby.signal and primary_conninfo, so that it starts streaming
+    my ($ok, $out, $err) = Platform::Test::_capture(
+        Platform::Test::_as_pg_user(Platform::Test::_pg_bin('pg_basebackup'),
+            '-h', '127.0.0.1', '-p', $primary->port, '-U', 'postgres',
+            '-D', $self->{data}, '-R', '-X', 'stream', '--no-sync',
+            '--checkpoint=fast'));
+    die "pg_basebackup: $err$out\n" unless $ok;
+
+    return $self->start;
+}
+
+sub start {
+    my ($self) = @_;
+    $self->SUPER::start;
+    Platform::Test::_wait(sub {
+        my ($ok, $out) = $self->_psql('platform',
+            'SELECT pg_is_in_recovery() AND EXISTS (SELECT 1'
+            . " FROM pg_stat_wal_receiver WHERE status = 'streaming')");
+        $ok && $out =~ /^t/;
+    }, 15) or die "replica on port $self->{port} does not stream:\n"
+                  . Platform::Test::_tail($self->log, 10) . "\n";
+    return $self;
+}
+
+sub pause_replay {
+    my ($self) = @_;
+    $self->psql('SELECT pg_wal_replay_pause()');
+    return $self;
+}
+
+sub resume_replay {
+    my ($self) = @_;
+    $self->psql('SELECT pg_wal_replay_resume()');
+    return $self;
+}
+
+sub wait_replayed {
+    my ($self, $seconds) = @_;
+    my $lsn = $self->{primary}->psql('SELECT pg_current_wal_lsn()');
+    return Platform::Test::_wait(sub {
+        my ($ok, $out) = $self->_psql('platform',
+            "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn");
+        $ok && $out =~ /^t/;
+    }, $seconds // 10);
 }
 
 
