@@ -26,6 +26,7 @@
 
 static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static u_char *ngx_platform_otp_number(u_char *p, uint64_t n);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
 static ngx_int_t ngx_platform_otp_client(ngx_http_request_t *r,
     ngx_str_t *client);
@@ -149,23 +150,29 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* both keys in one allocation */
+
     otp_key.len = sizeof("otp:::") - 1 + tenant.len + country.len + code.len;
-    otp_key.data = ngx_pnalloc(r->pool, otp_key.len);
+    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + client.len;
+
+    otp_key.data = ngx_pnalloc(r->pool, otp_key.len + attempts_key.len);
     if (otp_key.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_sprintf(otp_key.data, "otp:%V:%V:%V", &tenant, &country, &code);
-    otp_key.len = p - otp_key.data;
+    p = ngx_cpymem(otp_key.data, "otp:", sizeof("otp:") - 1);
+    p = ngx_cpymem(p, tenant.data, tenant.len);
+    *p++ = ':';
+    p = ngx_cpymem(p, country.data, country.len);
+    *p++ = ':';
+    p = ngx_cpymem(p, code.data, code.len);
 
-    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + client.len;
-    attempts_key.data = ngx_pnalloc(r->pool, attempts_key.len);
-    if (attempts_key.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    attempts_key.data = p;
 
-    p = ngx_sprintf(attempts_key.data, "otp:attempts:%V:%V", &tenant, &client);
-    attempts_key.len = p - attempts_key.data;
+    p = ngx_cpymem(p, "otp:attempts:", sizeof("otp:attempts:") - 1);
+    p = ngx_cpymem(p, tenant.data, tenant.len);
+    *p++ = ':';
+    ngx_memcpy(p, client.data, client.len);
 
     /*
      * Three parts, where a client key has four: a tenant id has no colon
@@ -183,25 +190,44 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     argvlen[2] = tenant_key.len;
 
     argv[3] = (const char *) max;
-    argvlen[3] = ngx_sprintf(max, "%ui", plcf->otp_max_attempts) - max;
+    argvlen[3] = ngx_platform_otp_number(max, plcf->otp_max_attempts) - max;
 
     argv[4] = (const char *) window;
-    argvlen[4] = ngx_sprintf(window, "%T", plcf->otp_attempts_window)
+    argvlen[4] = ngx_platform_otp_number(window, plcf->otp_attempts_window)
                  - window;
 
     argv[5] = valid ? "1" : "0";
     argvlen[5] = 1;
 
     argv[6] = (const char *) tmax;
-    argvlen[6] = ngx_sprintf(tmax, "%ui", plcf->otp_tenant_attempts) - tmax;
+    argvlen[6] = ngx_platform_otp_number(tmax, plcf->otp_tenant_attempts)
+                 - tmax;
 
     argv[7] = (const char *) twindow;
-    argvlen[7] = ngx_sprintf(twindow, "%T", plcf->otp_tenant_window)
+    argvlen[7] = ngx_platform_otp_number(twindow, plcf->otp_tenant_window)
                  - twindow;
 
     /* the arguments are copied: the stack buffers may go */
     return ngx_platform_eval(r, &ngx_platform_otp_script, 3, 8, argv, argvlen,
                              ngx_platform_otp_done);
+}
+
+
+/* a limit in decimal, without ngx_sprintf()'s format parsing */
+
+static u_char *
+ngx_platform_otp_number(u_char *p, uint64_t n)
+{
+    u_char  *d, digits[NGX_INT64_LEN];
+
+    d = digits + NGX_INT64_LEN;
+
+    do {
+        *--d = (u_char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+
+    return ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
 }
 
 
@@ -229,6 +255,12 @@ ngx_platform_otp_client(ngx_http_request_t *r, ngx_str_t *client)
     switch (c->sockaddr->sa_family) {
 
     case AF_INET:
+        if (c->addr_text.len) {
+            /* the address as text, set on accept and by realip alike */
+            *client = c->addr_text;
+            return NGX_OK;
+        }
+
         sin = (struct sockaddr_in *) c->sockaddr;
         p = (u_char *) &sin->sin_addr;
         break;
