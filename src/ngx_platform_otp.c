@@ -49,7 +49,8 @@ static ngx_int_t ngx_platform_otp_locked(ngx_http_request_t *r,
  * KEYS[1] code key, KEYS[2] client attempts key, KEYS[3] tenant attempts key
  * ARGV[1] max attempts, ARGV[2] window (s), ARGV[3] "1" if well-formed,
  * ARGV[4] tenant max attempts ("0": no ceiling), ARGV[5] tenant window (s)
- * returns {status, retry-after seconds}
+ * returns the status (200, 400, 404), or for 429 the seconds to wait,
+ * negated: one integer, the cheapest reply to parse
  */
 
 static ngx_platform_redis_script_t  ngx_platform_otp_script = {
@@ -77,19 +78,19 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
     "  t = math.max(t, wait(KEYS[3], tmax, tonumber(ARGV[5])))\n"
     "end\n"
     "if t > 0 then\n"
-    "  return {429, t}\n"
+    "  return -t\n"
     "end\n"
     "if ARGV[3] == '1' and redis.call('DEL', KEYS[1]) == 1 then\n"
-    "  return {200, 0}\n"
+    "  return 200\n"
     "end\n"
     "fail(KEYS[2], ARGV[2])\n"
     "if tmax > 0 then\n"
     "  fail(KEYS[3], ARGV[5])\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
-    "  return {404, 0}\n"
+    "  return 404\n"
     "end\n"
-    "return {400, 0}\n",
+    "return 400\n",
     ""
 };
 
@@ -348,25 +349,24 @@ ngx_platform_otp_done(void *data, redisReply *reply, ngx_int_t rc)
 static ngx_int_t
 ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
 {
-    long long  status, ttl;
+    long long  status;
 
     if (reply->type == REDIS_REPLY_ERROR) {
         return ngx_platform_redis_outcome(r, reply);
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY
-        || reply->elements != 2
-        || reply->element[0]->type != REDIS_REPLY_INTEGER
-        || reply->element[1]->type != REDIS_REPLY_INTEGER)
-    {
+    if (reply->type != REDIS_REPLY_INTEGER) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "otp: unexpected redis reply of type %d",
                       reply->type);
         goto failed;
     }
 
-    status = reply->element[0]->integer;
-    ttl = reply->element[1]->integer;
+    status = reply->integer;
+
+    if (status < 0) {
+        return ngx_platform_otp_locked(r, -status);
+    }
 
     switch (status) {
 
@@ -383,9 +383,6 @@ ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
         return ngx_platform_send_error(r, NGX_HTTP_NOT_FOUND,
                    "OTP Code not found.",
                    "The OTP code was not found.");
-
-    case 429:
-        return ngx_platform_otp_locked(r, ttl);
     }
 
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
