@@ -1,8 +1,8 @@
 
 /*
  * ngx_platform: Redis on the nginx event loop. One multiplexed hiredis
- * async connection per worker, reconnected with backoff; per-command
- * deadlines are nginx timers because hiredis 0.14 has none.
+ * async connection per worker, reconnected with backoff; command
+ * deadlines are kept here because hiredis 0.14 has none.
  */
 
 
@@ -26,7 +26,8 @@ typedef struct {
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
     redisAsyncContext              *ac;
-    ngx_event_t                     timer;
+    ngx_platform_redis_t           *rd;
+    ngx_queue_t                     queue;     /* in rd->cmds if attached */
     ngx_msec_t                      sent;
 
     /*
@@ -67,6 +68,14 @@ struct ngx_platform_redis_s {
 
     ngx_event_t                     connect_timer;
     ngx_event_t                     reconnect_timer;
+
+    /*
+     * The commands waiting for their reply, oldest first, and one timer
+     * for the oldest's deadline rather than one per command: they are
+     * sent and answered in order on the one connection.
+     */
+    ngx_queue_t                     cmds;
+    ngx_event_t                     cmd_timer;
 
     /* the commands of one pass of the event loop, written together */
     ngx_event_t                     flush;
@@ -125,6 +134,8 @@ static ngx_int_t ngx_platform_redis_eval_source(redisAsyncContext *ac,
     ngx_platform_redis_cmd_t *cmd);
 static ngx_uint_t ngx_platform_redis_readonly(redisReply *reply);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
+static void ngx_platform_redis_expire(ngx_platform_redis_t *rd,
+    ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_cmd_cleanup(void *data);
 static void ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_script_sha1(
@@ -170,6 +181,16 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
     rd->reconnect_timer.log = cycle->log;
     rd->reconnect_timer.cancelable = 1;
 
+    /*
+     * Not cancelable: like an upstream read timeout, it keeps a worker
+     * that shuts down gracefully alive until its callers are answered.
+     */
+    ngx_queue_init(&rd->cmds);
+
+    rd->cmd_timer.handler = ngx_platform_redis_cmd_timeout;
+    rd->cmd_timer.data = &rd->dummy;
+    rd->cmd_timer.log = cycle->log;
+
     rd->flush.handler = ngx_platform_redis_flush_handler;
     rd->flush.data = &rd->dummy;
     rd->flush.log = cycle->log;
@@ -206,6 +227,10 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         ngx_del_timer(&rd->reconnect_timer);
     }
 
+    if (rd->flush.posted) {
+        ngx_delete_posted_event(&rd->flush);
+    }
+
     if (rd->resolving) {
         ngx_resolve_name_done(rd->resolving);
         rd->resolving = NULL;
@@ -217,6 +242,11 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
     if (ac) {
         /* pending commands are called back with NULL and only freed */
         redisAsyncFree(ac);
+    }
+
+    /* none is left: each was called back and detached */
+    if (rd->cmd_timer.timer_set) {
+        ngx_del_timer(&rd->cmd_timer);
     }
 
     ngx_platform_redis = NULL;
@@ -1186,20 +1216,17 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
     cmd->attached = 1;
     cmd->cleanup = cln;
     cmd->ac = rd->ac;
+    cmd->rd = rd;
     cmd->sent = ngx_current_msec;
 
     cln->handler = ngx_platform_redis_cmd_cleanup;
     cln->data = cmd;
 
-    /*
-     * Not cancelable: like an upstream read timeout, it keeps a worker
-     * that shuts down gracefully alive until the caller is answered.
-     */
-    cmd->timer.handler = ngx_platform_redis_cmd_timeout;
-    cmd->timer.data = &rd->dummy;
-    cmd->timer.log = ngx_cycle->log;
+    ngx_queue_insert_tail(&rd->cmds, &cmd->queue);
 
-    ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
+    if (!rd->cmd_timer.timer_set) {
+        ngx_add_timer(&rd->cmd_timer, rd->pmcf->redis_timeout);
+    }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
 
@@ -1351,23 +1378,46 @@ ngx_platform_redis_readonly(redisReply *reply)
 }
 
 
+/* the commands past their deadline, oldest first */
+
 static void
 ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
+{
+    ngx_msec_int_t             left;
+    ngx_connection_t          *c;
+    ngx_platform_redis_t      *rd;
+    ngx_platform_redis_cmd_t  *cmd;
+
+    c = ev->data;
+    rd = c->data;
+
+    /* a caller answered here may send another command, or drop others */
+
+    while (!ngx_queue_empty(&rd->cmds)) {
+        cmd = ngx_queue_data(ngx_queue_head(&rd->cmds),
+                             ngx_platform_redis_cmd_t, queue);
+
+        left = (ngx_msec_int_t)
+                   (cmd->sent + rd->pmcf->redis_timeout - ngx_current_msec);
+
+        if (left > 0) {
+            ngx_add_timer(&rd->cmd_timer, (ngx_msec_t) left);
+            return;
+        }
+
+        ngx_platform_redis_expire(rd, cmd);
+    }
+}
+
+
+static void
+ngx_platform_redis_expire(ngx_platform_redis_t *rd,
+    ngx_platform_redis_cmd_t *cmd)
 {
     void                           *caller;
     ngx_uint_t                      stuck;
     redisAsyncContext              *ac;
-    ngx_platform_redis_t           *rd;
-    ngx_platform_redis_cmd_t       *cmd;
     ngx_platform_redis_handler_pt   handler;
-
-    cmd = (ngx_platform_redis_cmd_t *)
-              ((u_char *) ev - offsetof(ngx_platform_redis_cmd_t, timer));
-    rd = ngx_platform_redis;
-
-    if (!cmd->attached) {
-        return;
-    }
 
     handler = cmd->handler;
     caller = cmd->data;
@@ -1382,8 +1432,7 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
      * stay "connected" for good) and reconnect.
      */
     ac = cmd->ac;
-    stuck = rd != NULL
-            && rd->ac == ac
+    stuck = rd->ac == ac
             && (ngx_msec_int_t) (rd->last_reply - cmd->sent) < 0;
 
     /* cmd stays with hiredis until its reply or the teardown */
@@ -1410,28 +1459,34 @@ ngx_platform_redis_cmd_cleanup(void *data)
 {
     ngx_platform_redis_cmd_t  *cmd = data;
 
-    if (cmd->timer.timer_set) {
-        ngx_del_timer(&cmd->timer);
-    }
+    /* the cleanup itself is being run: it is not reset */
+    cmd->cleanup = NULL;
 
-    cmd->attached = 0;
-    cmd->data = NULL;
-    cmd->log = NULL;
+    ngx_platform_redis_detach(cmd);
 }
 
 
 static void
 ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
 {
-    if (cmd->timer.timer_set) {
-        ngx_del_timer(&cmd->timer);
-    }
+    ngx_platform_redis_t  *rd;
 
     if (!cmd->attached) {
         return;
     }
 
-    cmd->cleanup->handler = NULL;
+    rd = cmd->rd;
+
+    ngx_queue_remove(&cmd->queue);
+
+    if (ngx_queue_empty(&rd->cmds) && rd->cmd_timer.timer_set) {
+        ngx_del_timer(&rd->cmd_timer);
+    }
+
+    if (cmd->cleanup) {
+        cmd->cleanup->handler = NULL;
+    }
+
     cmd->attached = 0;
     cmd->data = NULL;
     cmd->log = NULL;
