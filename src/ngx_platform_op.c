@@ -106,8 +106,17 @@ ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
     }
 
-    rc = ngx_platform_pg_query(r->pool, r->connection->log, &sql->stmt,
-                               params, ngx_platform_sql_done, r);
+    /* a GET only reads: the read pool, if there is one, may answer it */
+
+    if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
+        rc = ngx_platform_pg_read_query(r->pool, r->connection->log,
+                                        &sql->stmt, params,
+                                        ngx_platform_sql_done, r);
+
+    } else {
+        rc = ngx_platform_pg_query(r->pool, r->connection->log, &sql->stmt,
+                                   params, ngx_platform_sql_done, r);
+    }
 
     if (rc == NGX_DONE) {
         return NGX_DONE;

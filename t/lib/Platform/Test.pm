@@ -819,8 +819,12 @@ SELECT pg_sleep($seconds);
 COMMIT;
 SQL
 
+    # the test databases are clones: the same table has the same oid in
+    # another file's database
     my $granted = "SELECT count(*) FROM pg_locks"
                   . " WHERE relation = '$table'::regclass"
+                  . " AND database = (SELECT oid FROM pg_database"
+                  . " WHERE datname = current_database())"
                   . " AND mode = 'AccessExclusiveLock' AND granted";
 
     $self->wait_until(sub { $self->psql($granted) > 0 }, 5)
