@@ -25,6 +25,8 @@ static char *ngx_platform_init_thread_pool(ngx_conf_t *cf,
     ngx_platform_main_conf_t *pmcf);
 static char *ngx_platform_check_backends(ngx_conf_t *cf,
     ngx_platform_main_conf_t *pmcf);
+static ngx_platform_pg_options_t *ngx_platform_parse_conninfo(ngx_conf_t *cf,
+    ngx_str_t *value, char *name);
 static void ngx_platform_free_pg_options(void *data);
 static void *ngx_platform_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent,
@@ -42,6 +44,10 @@ static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
 
 
 static ngx_conf_num_bounds_t  ngx_platform_pool_size_bounds = {
+    ngx_conf_check_num_bounds, 1, 1024
+};
+
+static ngx_conf_num_bounds_t  ngx_platform_pipeline_depth_bounds = {
     ngx_conf_check_num_bounds, 1, 1024
 };
 
@@ -117,6 +123,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       ngx_conf_set_num_slot,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_platform_main_conf_t, pg_max_uses),
+      NULL },
+
+    { ngx_string("platform_pg_pipeline_depth"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_pipeline_depth),
+      &ngx_platform_pipeline_depth_bounds },
+
+    { ngx_string("platform_pg_read"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_read_conninfo),
       NULL },
 
     { ngx_string("platform_redis"),
@@ -478,6 +498,7 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_query_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_idle_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_max_uses = NGX_CONF_UNSET_UINT;
+    pmcf->pg_pipeline_depth = NGX_CONF_UNSET_UINT;
     pmcf->redis_db = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
@@ -499,6 +520,7 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->pg_query_timeout, 10000);
     ngx_conf_init_msec_value(pmcf->pg_idle_timeout, 60000);
     ngx_conf_init_uint_value(pmcf->pg_max_uses, 10000);
+    ngx_conf_init_uint_value(pmcf->pg_pipeline_depth, 8);
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
@@ -566,41 +588,19 @@ ngx_platform_init_thread_pool(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 static char *
 ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 {
-    char                *err, *conninfo;
-    ngx_pool_cleanup_t  *cln;
+    if (pmcf->pg_read_conninfo.len == 3
+        && ngx_strncmp(pmcf->pg_read_conninfo.data, "off", 3) == 0)
+    {
+        ngx_str_null(&pmcf->pg_read_conninfo);
+    }
 
     if (pmcf->pg_conninfo.len) {
-        conninfo = ngx_pnalloc(cf->pool, pmcf->pg_conninfo.len + 1);
-        if (conninfo == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        (void) ngx_cpystrn((u_char *) conninfo, pmcf->pg_conninfo.data,
-                           pmcf->pg_conninfo.len + 1);
-
-        /* parsed once here; the workers build their connections from it */
-
-        cln = ngx_pool_cleanup_add(cf->pool, 0);
-        if (cln == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        err = NULL;
-        pmcf->pg_options = PQconninfoParse(conninfo, &err);
-
+        pmcf->pg_options = ngx_platform_parse_conninfo(cf,
+                                                       &pmcf->pg_conninfo,
+                                                       "platform_pg");
         if (pmcf->pg_options == NULL) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid \"platform_pg\": %s",
-                               err ? err : "out of memory");
-            if (err) {
-                PQfreemem(err);
-            }
-
             return NGX_CONF_ERROR;
         }
-
-        cln->handler = ngx_platform_free_pg_options;
-        cln->data = pmcf->pg_options;
 
     } else if (pmcf->backends & NGX_PLATFORM_BACKEND_PG) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
@@ -608,7 +608,64 @@ ngx_platform_check_backends(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
                            "need PostgreSQL will answer 503");
     }
 
+    if (pmcf->pg_read_conninfo.len) {
+        if (pmcf->pg_conninfo.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"platform_pg_read\" needs \"platform_pg\": "
+                               "reads fall back to the primary");
+            return NGX_CONF_ERROR;
+        }
+
+        pmcf->pg_read_options = ngx_platform_parse_conninfo(cf,
+                                                  &pmcf->pg_read_conninfo,
+                                                  "platform_pg_read");
+        if (pmcf->pg_read_options == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
     return ngx_platform_redis_check_conf(cf, pmcf);
+}
+
+
+/* parsed once here; the workers build their connections from it */
+
+static ngx_platform_pg_options_t *
+ngx_platform_parse_conninfo(ngx_conf_t *cf, ngx_str_t *value, char *name)
+{
+    char                       *err, *conninfo;
+    ngx_pool_cleanup_t         *cln;
+    ngx_platform_pg_options_t  *options;
+
+    conninfo = ngx_pnalloc(cf->pool, value->len + 1);
+    if (conninfo == NULL) {
+        return NULL;
+    }
+
+    (void) ngx_cpystrn((u_char *) conninfo, value->data, value->len + 1);
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    err = NULL;
+    options = PQconninfoParse(conninfo, &err);
+
+    if (options == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid \"%s\": %s",
+                           name, err ? err : "out of memory");
+        if (err) {
+            PQfreemem(err);
+        }
+
+        return NULL;
+    }
+
+    cln->handler = ngx_platform_free_pg_options;
+    cln->data = options;
+
+    return options;
 }
 
 

@@ -144,6 +144,9 @@ typedef struct {
     ngx_msec_t                 pg_query_timeout;
     ngx_msec_t                 pg_idle_timeout;
     ngx_uint_t                 pg_max_uses;
+    ngx_uint_t                 pg_pipeline_depth;
+    ngx_str_t                  pg_read_conninfo;
+    ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
 
     /* Redis */
     ngx_str_t                  redis_addr;       /* host:port, unix:/path */
@@ -167,7 +170,6 @@ typedef struct {
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
 
     /* per-worker runtime state, created in init_process */
-    ngx_platform_pg_pool_t    *pg;
     ngx_platform_redis_t      *redis;
 } ngx_platform_main_conf_t;
 

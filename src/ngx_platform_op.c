@@ -106,8 +106,17 @@ ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
     }
 
-    rc = ngx_platform_pg_query(r->pool, r->connection->log, &sql->stmt,
-                               params, ngx_platform_sql_done, r);
+    /* a GET only reads: the read pool, if there is one, may answer it */
+
+    if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
+        rc = ngx_platform_pg_read_query(r->pool, r->connection->log,
+                                        &sql->stmt, params,
+                                        ngx_platform_sql_done, r);
+
+    } else {
+        rc = ngx_platform_pg_query(r->pool, r->connection->log, &sql->stmt,
+                                   params, ngx_platform_sql_done, r);
+    }
 
     if (rc == NGX_DONE) {
         return NGX_DONE;
@@ -459,6 +468,24 @@ ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
 
     rc = ngx_platform_pg_query(r->pool, r->connection->log, stmt, params,
                                handler, r);
+
+    if (rc == NGX_DONE) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return ngx_platform_backend_fail(r, rc);
+}
+
+
+ngx_int_t
+ngx_platform_read_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_platform_pg_read_query(r->pool, r->connection->log, stmt,
+                                    params, handler, r);
 
     if (rc == NGX_DONE) {
         r->main->count++;

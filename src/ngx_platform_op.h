@@ -107,6 +107,14 @@ struct ngx_platform_sql_s {
 ngx_int_t ngx_platform_query(ngx_http_request_t *r,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler);
+/*
+ * The same for a statement that only reads: the read pool may answer it.
+ * API keys are looked up on the primary, so that a revoked key is refused
+ * at once.
+ */
+ngx_int_t ngx_platform_read_query(ngx_http_request_t *r,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_platform_pg_handler_pt handler);
 ngx_int_t ngx_platform_command(ngx_http_request_t *r,
     ngx_platform_redis_handler_pt handler, int argc, const char **argv,
     const size_t *argvlen);

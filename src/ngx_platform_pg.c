@@ -1,22 +1,34 @@
 
 /*
- * ngx_platform: PostgreSQL on the nginx event loop.
+ * ngx_platform: PostgreSQL on the nginx event loop, pipelined.
  *
  * Each worker keeps a pool of libpq connections driven by nginx events:
- * non-blocking connect (PQconnectStartParams/PQconnectPoll), statements
- * prepared once per connection and run with PQsendQueryPrepared, output
- * flushed while PQflush() asks for it, input read with PQconsumeInput()
- * until PQgetResult() returns NULL. A batch runs its statements in
- * pipeline mode, closed by one sync point. Callers that find every
- * connection busy wait in a bounded queue; past it they are refused at
- * once.
+ * non-blocking connect (PQconnectStartParams/PQconnectPoll), then libpq
+ * pipeline mode for the life of the connection. An operation (one
+ * statement, or a batch of statements that form one implicit
+ * transaction) is sent as its prepares, if the connection has not
+ * prepared them yet, its executes and one sync point of its own, so an
+ * error aborts that operation only. A connection has up to
+ * platform_pg_pipeline_depth operations in flight; their results come
+ * back in order and are matched to the queue of operations in flight.
  *
- * The transport knows nothing of HTTP: an operation (op) belongs to a
+ * A new operation goes to the least loaded connection. One whose oldest
+ * operation has waited for long (a lock wait, a slow statement) is
+ * avoided while another connection has room or a new one may be opened,
+ * so that a slow statement does not hold up the worker's other requests.
+ * When every connection is full and the pool is at its size, callers
+ * wait in a bounded queue; past it they are refused at once.
+ *
+ * An optional read pool (platform_pg_read, typically replicas) takes
+ * the operations a caller marks as reads; whatever it cannot take, or
+ * loses with its connection, runs on the primary instead.
+ *
+ * The transport knows nothing of HTTP: an operation belongs to a
  * caller's pool and reports to a handler with the caller's data. When
- * that pool is destroyed first, its cleanup detaches the op, which
- * finishes as an orphan, its result dropped. Operations and their
- * parameters are therefore allocated from the heap, never from the
- * caller's pool.
+ * that pool is destroyed first, its cleanup detaches the operation, which
+ * stays in its connection's queue as an orphan: its results are read and
+ * dropped. Operations and their parameters are therefore allocated from
+ * the heap, never from the caller's pool.
  */
 
 
@@ -27,33 +39,37 @@
 #include "ngx_platform_pg.h"
 
 
-#define NGX_PLATFORM_PG_MAX_PREPARED   64
+#define NGX_PLATFORM_PG_MAX_PREPARED   128
 
 #define NGX_PLATFORM_PG_BACKOFF_MIN    250
 #define NGX_PLATFORM_PG_BACKOFF_MAX    2000
 
-
-typedef enum {
-    ngx_platform_pg_connecting = 0,
-    ngx_platform_pg_idle,
-    ngx_platform_pg_preparing,
-    ngx_platform_pg_querying,
-    ngx_platform_pg_pipeline
-} ngx_platform_pg_state_e;
+/*
+ * A connection whose oldest operation has waited this long is stalled:
+ * new operations go elsewhere while there is room elsewhere.
+ */
+#define NGX_PLATFORM_PG_STALL          20
 
 
 typedef struct {
-    ngx_queue_t                  queue;      /* pool->idle or pool->busy */
+    ngx_queue_t                  queue;      /* pool->conns */
     ngx_platform_pg_pool_t      *pool;
     PGconn                      *conn;
     ngx_connection_t            *c;
-    ngx_platform_pg_op_t        *op;
-    ngx_platform_pg_state_e      state;
+
+    ngx_queue_t                  ops;        /* in flight, oldest first */
+    ngx_uint_t                   nops;
     ngx_uint_t                   uses;
-    ngx_event_t                  timer;      /* connect, query, idle */
-    PGresult                    *res;
+    ngx_msec_t                   start;      /* of the connect */
+
+    ngx_event_t                  timer;      /* connect, statement, idle */
+    ngx_event_t                  flush;      /* posted after sends */
+
     ngx_uint_t                   nprepared;
     ngx_platform_pg_stmt_t      *prepared[NGX_PLATFORM_PG_MAX_PREPARED];
+
+    unsigned                     connecting:1;
+    unsigned                     broken:1;   /* a send failed; fail soon */
 } ngx_platform_pg_conn_t;
 
 
@@ -74,43 +90,48 @@ typedef struct {
 
 
 struct ngx_platform_pg_op_s {
-    ngx_queue_t                  queue;      /* pool->waiting */
+    ngx_queue_t                  queue;      /* pool->waiting or pc->ops */
     void                        *data;
     ngx_log_t                   *log;
     ngx_pool_cleanup_t          *cleanup;    /* NULL once orphaned */
+    ngx_platform_pg_pool_t      *pool;       /* where it waits or runs */
     ngx_platform_pg_conn_t      *conn;
+
     ngx_platform_pg_handler_pt   handler;
-
-    /* one call, or a batch's calls, results and slots */
-    ngx_platform_pg_call_t       call;
-    ngx_platform_pg_call_t      *calls;
-    ngx_uint_t                   ncalls;
-    void                        *block;      /* what the above point to */
-
     ngx_platform_pg_batch_handler_pt  batch_handler;
+
+    /* one call or a batch's calls, their results and slots */
+    ngx_platform_pg_call_t      *calls;
     PGresult                   **results;
     ngx_platform_pg_slot_t      *slots;
+    ngx_uint_t                   ncalls;
     ngx_uint_t                   nslots;
     ngx_uint_t                   slot;       /* whose results come next */
     ngx_uint_t                   failed;
     ngx_int_t                    rc;
+    ngx_msec_t                   sent;
+    void                        *block;      /* what the above point to */
+
+    ngx_platform_pg_call_t       call;
+    PGresult                    *result;
+    ngx_platform_pg_slot_t       slot_pair[2];
 
     ngx_event_t                  wait_timer;
-    unsigned                     continued:1;
     unsigned                     waiting:1;
     unsigned                     batch:1;
+    unsigned                     read:1;     /* may run on the read pool */
 };
 
 
 struct ngx_platform_pg_pool_s {
     ngx_platform_main_conf_t    *conf;
     ngx_log_t                   *log;
+    char                        *name;       /* in log lines */
 
     const char                 **keywords;
     const char                 **values;
 
-    ngx_queue_t                  idle;       /* most recently used first */
-    ngx_queue_t                  busy;
+    ngx_queue_t                  conns;
     ngx_queue_t                  waiting;
     ngx_uint_t                   nconns;
     ngx_uint_t                   nwaiting;
@@ -121,16 +142,26 @@ struct ngx_platform_pg_pool_s {
 };
 
 
+static ngx_platform_pg_op_t *ngx_platform_pg_op_create(ngx_log_t *log,
+    ngx_platform_pg_step_t *steps, ngx_uint_t n);
 static ngx_int_t ngx_platform_pg_submit(ngx_platform_pg_op_t *op,
     ngx_pool_t *pool, ngx_log_t *log, void *data);
+static ngx_int_t ngx_platform_pg_place(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_op_t *op);
+static ngx_platform_pg_conn_t *ngx_platform_pg_pick(
+    ngx_platform_pg_pool_t *pool, ngx_uint_t stalled);
+static ngx_uint_t ngx_platform_pg_can_connect(ngx_platform_pg_pool_t *pool);
 static size_t ngx_platform_pg_params_size(ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params);
 static u_char *ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params, u_char *p);
+static void ngx_platform_pg_op_lost(ngx_platform_pg_op_t *op, ngx_int_t rc);
 static void ngx_platform_pg_op_fail(ngx_platform_pg_op_t *op, ngx_int_t rc);
 static void ngx_platform_pg_op_free(ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_cleanup(void *data);
+static void ngx_platform_pg_wait(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_wait_timeout(ngx_event_t *ev);
 static ngx_int_t ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
@@ -143,24 +174,25 @@ static void ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_connect_failed(ngx_platform_pg_conn_t *pc,
     char *reason);
-static ngx_int_t ngx_platform_pg_dispatch(ngx_platform_pg_conn_t *pc,
+static void ngx_platform_pg_add(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
-static void ngx_platform_pg_run(ngx_platform_pg_conn_t *pc,
+static void ngx_platform_pg_send(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
-static ngx_int_t ngx_platform_pg_send(ngx_platform_pg_conn_t *pc);
-static ngx_int_t ngx_platform_pg_send_batch(ngx_platform_pg_conn_t *pc);
+static ngx_int_t ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_flush(ngx_platform_pg_conn_t *pc);
+static void ngx_platform_pg_flush_handler(ngx_event_t *ev);
 static void ngx_platform_pg_read_handler(ngx_event_t *ev);
 static void ngx_platform_pg_write_handler(ngx_event_t *ev);
 static void ngx_platform_pg_timer_handler(ngx_event_t *ev);
 static void ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc);
-static void ngx_platform_pg_receive_batch(ngx_platform_pg_conn_t *pc);
+static ngx_int_t ngx_platform_pg_result(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op, PGresult *res);
 static ngx_int_t ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
-    ngx_platform_pg_stmt_t *stmt, PGresult *res);
-static void ngx_platform_pg_complete(ngx_platform_pg_conn_t *pc,
-    PGresult *res, ngx_int_t rc);
-static void ngx_platform_pg_complete_batch(ngx_platform_pg_conn_t *pc);
-static void ngx_platform_pg_release(ngx_platform_pg_conn_t *pc);
+    ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res);
+static void ngx_platform_pg_complete(ngx_platform_pg_op_t *op);
+static void ngx_platform_pg_settle(ngx_platform_pg_conn_t *pc);
+static void ngx_platform_pg_arm(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc,
     char *reason);
 static void ngx_platform_pg_close(ngx_platform_pg_conn_t *pc);
@@ -169,13 +201,20 @@ static ngx_uint_t ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
 static void ngx_platform_pg_add_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
+static void ngx_platform_pg_forget_prepared(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_stmt_t *stmt);
 static size_t ngx_platform_pg_line(const char *message);
-static ngx_log_t *ngx_platform_pg_log(ngx_platform_pg_conn_t *pc,
+static ngx_log_t *ngx_platform_pg_log(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
+static ngx_platform_pg_pool_t *ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
+    ngx_platform_main_conf_t *pmcf, ngx_platform_pg_options_t *options,
+    char *name);
+static void ngx_platform_pg_pool_destroy(ngx_platform_pg_pool_t *pool);
 
 
-/* one pool per worker process */
-static ngx_platform_pg_pool_t  *ngx_platform_pg_pool;
+/* the pools of this worker: the primary and the optional read pool */
+static ngx_platform_pg_pool_t  *ngx_platform_pg_primary;
+static ngx_platform_pg_pool_t  *ngx_platform_pg_replica;
 
 /*
  * The data of the transport's timers. nginx's timer code reads an
@@ -191,32 +230,41 @@ ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data)
 {
-    u_char                *p;
-    size_t                 size;
-    ngx_platform_pg_op_t  *op;
+    ngx_platform_pg_op_t    *op;
+    ngx_platform_pg_step_t   step;
 
-    op = ngx_calloc(sizeof(ngx_platform_pg_op_t), log);
+    step.stmt = stmt;
+    step.params = params;
+
+    op = ngx_platform_pg_op_create(log, &step, 1);
     if (op == NULL) {
         return NGX_ERROR;
     }
 
-    size = ngx_platform_pg_params_size(stmt, params);
+    op->handler = handler;
 
-    if (size) {
-        p = ngx_alloc(size, log);
-        if (p == NULL) {
-            ngx_free(op);
-            return NGX_ERROR;
-        }
+    return ngx_platform_pg_submit(op, pool, log, data);
+}
 
-        op->block = p;
+
+ngx_int_t
+ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_platform_pg_handler_pt handler, void *data)
+{
+    ngx_platform_pg_op_t    *op;
+    ngx_platform_pg_step_t   step;
+
+    step.stmt = stmt;
+    step.params = params;
+
+    op = ngx_platform_pg_op_create(log, &step, 1);
+    if (op == NULL) {
+        return NGX_ERROR;
     }
 
-    (void) ngx_platform_pg_params_copy(&op->call, stmt, params, op->block);
-
-    op->calls = &op->call;
-    op->ncalls = 1;
     op->handler = handler;
+    op->read = 1;
 
     return ngx_platform_pg_submit(op, pool, log, data);
 }
@@ -227,52 +275,17 @@ ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_step_t *steps, ngx_uint_t n,
     ngx_platform_pg_batch_handler_pt handler, void *data)
 {
-    u_char                *p;
-    size_t                 size;
-    ngx_uint_t             i;
     ngx_platform_pg_op_t  *op;
 
     if (n == 0) {
         return NGX_ERROR;
     }
 
-    op = ngx_calloc(sizeof(ngx_platform_pg_op_t), log);
+    op = ngx_platform_pg_op_create(log, steps, n);
     if (op == NULL) {
         return NGX_ERROR;
     }
 
-    /* calls, results, slots (a prepare and an execute a step) and params */
-
-    size = n * (sizeof(ngx_platform_pg_call_t) + sizeof(PGresult *)
-                + 2 * sizeof(ngx_platform_pg_slot_t));
-
-    for (i = 0; i < n; i++) {
-        size += ngx_platform_pg_params_size(steps[i].stmt, steps[i].params);
-    }
-
-    p = ngx_calloc(size, log);
-    if (p == NULL) {
-        ngx_free(op);
-        return NGX_ERROR;
-    }
-
-    op->block = p;
-
-    op->calls = (ngx_platform_pg_call_t *) p;
-    p += n * sizeof(ngx_platform_pg_call_t);
-
-    op->results = (PGresult **) p;
-    p += n * sizeof(PGresult *);
-
-    op->slots = (ngx_platform_pg_slot_t *) p;
-    p += 2 * n * sizeof(ngx_platform_pg_slot_t);
-
-    for (i = 0; i < n; i++) {
-        p = ngx_platform_pg_params_copy(&op->calls[i], steps[i].stmt,
-                                        steps[i].params, p);
-    }
-
-    op->ncalls = n;
     op->batch = 1;
     op->batch_handler = handler;
 
@@ -281,21 +294,90 @@ ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
 
 
 /*
- * Runs op on an idle connection, a new one, or queues it. Nothing here
- * calls the handler before NGX_DONE is returned: failures are answered
- * by the return code, later ones from event handlers.
+ * One heap allocation for the op, one for what it sends: the calls,
+ * results and slots of a batch (a prepare and an execute a step at
+ * most) and every parameter's bytes.
+ */
+
+static ngx_platform_pg_op_t *
+ngx_platform_pg_op_create(ngx_log_t *log, ngx_platform_pg_step_t *steps,
+    ngx_uint_t n)
+{
+    u_char                *p;
+    size_t                 size;
+    ngx_uint_t             i;
+    ngx_platform_pg_op_t  *op;
+
+    op = ngx_calloc(sizeof(ngx_platform_pg_op_t), log);
+    if (op == NULL) {
+        return NULL;
+    }
+
+    size = 0;
+
+    if (n > 1) {
+        size = n * (sizeof(ngx_platform_pg_call_t) + sizeof(PGresult *)
+                    + 2 * sizeof(ngx_platform_pg_slot_t));
+    }
+
+    for (i = 0; i < n; i++) {
+        size += ngx_platform_pg_params_size(steps[i].stmt, steps[i].params);
+    }
+
+    p = NULL;
+
+    if (size) {
+        p = ngx_calloc(size, log);
+        if (p == NULL) {
+            ngx_free(op);
+            return NULL;
+        }
+    }
+
+    op->block = p;
+
+    if (n == 1) {
+        op->calls = &op->call;
+        op->results = &op->result;
+        op->slots = op->slot_pair;
+
+    } else {
+        op->calls = (ngx_platform_pg_call_t *) p;
+        p += n * sizeof(ngx_platform_pg_call_t);
+
+        op->results = (PGresult **) p;
+        p += n * sizeof(PGresult *);
+
+        op->slots = (ngx_platform_pg_slot_t *) p;
+        p += 2 * n * sizeof(ngx_platform_pg_slot_t);
+    }
+
+    for (i = 0; i < n; i++) {
+        p = ngx_platform_pg_params_copy(&op->calls[i], steps[i].stmt,
+                                        steps[i].params, p);
+    }
+
+    op->ncalls = n;
+
+    return op;
+}
+
+
+/*
+ * Places op on the read pool or the primary. Nothing here calls the
+ * handler before NGX_DONE is returned: failures are answered by the
+ * return code, later ones from event handlers.
  */
 
 static ngx_int_t
 ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
     ngx_log_t *log, void *data)
 {
-    ngx_queue_t             *q;
+    ngx_int_t                rc;
     ngx_pool_cleanup_t      *cln;
-    ngx_platform_pg_conn_t  *pc;
     ngx_platform_pg_pool_t  *pgp;
 
-    pgp = ngx_platform_pg_pool;
+    pgp = ngx_platform_pg_primary;
 
     if (pgp == NULL) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
@@ -317,55 +399,19 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
     cln->handler = ngx_platform_pg_cleanup;
     cln->data = op;
 
-    if (!ngx_queue_empty(&pgp->idle)) {
-        q = ngx_queue_head(&pgp->idle);
-        ngx_queue_remove(q);
-
-        pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
-        ngx_queue_insert_head(&pgp->busy, q);
-
-        if (ngx_platform_pg_dispatch(pc, op) != NGX_OK) {
-            ngx_log_error(NGX_LOG_ERR, log, 0,
-                          "platform: PostgreSQL connection lost: %*s",
-                          ngx_platform_pg_line(PQerrorMessage(pc->conn)),
-                          PQerrorMessage(pc->conn));
-            pc->op = NULL;
-            op->conn = NULL;
-            ngx_platform_pg_close(pc);
-            goto unavailable;
+    if (op->read && ngx_platform_pg_replica) {
+        if (ngx_platform_pg_place(ngx_platform_pg_replica, op) == NGX_DONE) {
+            return NGX_DONE;
         }
 
-    } else if (pgp->nconns < pgp->conf->pg_pool_size
-               && ngx_current_msec >= pgp->retry_at)
-    {
-        if (ngx_platform_pg_connect(pgp, op) != NGX_OK) {
-            goto unavailable;
-        }
-
-    } else if (pgp->nconns > 0
-               && pgp->nwaiting < pgp->conf->pg_queue_size)
-    {
-        /* every connection is busy: wait for one, for a bounded time */
-
-        op->waiting = 1;
-        ngx_queue_insert_tail(&pgp->waiting, &op->queue);
-        pgp->nwaiting++;
-
-        op->wait_timer.handler = ngx_platform_pg_wait_timeout;
-        op->wait_timer.data = &ngx_platform_pg_timer_conn;
-        op->wait_timer.log = log;
-        /* a caller waits here: the timer must hold a graceful exit */
-        op->wait_timer.cancelable = 0;
-
-        ngx_add_timer(&op->wait_timer, pgp->conf->pg_queue_timeout);
-
-    } else {
-        goto unavailable;
+        /* the read pool is down or full: the primary serves reads too */
     }
 
-    return NGX_DONE;
+    rc = ngx_platform_pg_place(pgp, op);
 
-unavailable:
+    if (rc == NGX_DONE) {
+        return NGX_DONE;
+    }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
@@ -381,36 +427,116 @@ unavailable:
 }
 
 
-ngx_int_t
-ngx_platform_pg_next(ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt,
-    ngx_str_t *params, ngx_platform_pg_handler_pt handler)
-{
-    u_char  *p;
-    size_t   size;
+/*
+ * An idle connection; else a new one, while the pool may grow, so that a
+ * statement waits behind another only when it must; else the least loaded
+ * connection that is not stalled, the one whose oldest statement is the
+ * youngest among equals; else a stalled one with room; else the queue.
+ */
 
-    if (op->conn == NULL || op->continued || op->batch) {
-        return NGX_ERROR;
+static ngx_int_t
+ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op)
+{
+    ngx_platform_pg_conn_t  *pc;
+
+    pc = ngx_platform_pg_pick(pool, 0);
+
+    if (pc && (pc->nops == 0 || !ngx_platform_pg_can_connect(pool))) {
+        ngx_platform_pg_send(pc, op);
+        return NGX_DONE;
     }
 
-    size = ngx_platform_pg_params_size(stmt, params);
-    p = NULL;
+    if (ngx_platform_pg_can_connect(pool)
+        && ngx_platform_pg_connect(pool, op) == NGX_OK)
+    {
+        return NGX_DONE;
+    }
 
-    if (size) {
-        p = ngx_alloc(size, ngx_cycle->log);
-        if (p == NULL) {
-            return NGX_ERROR;
+    if (pc == NULL) {
+        pc = ngx_platform_pg_pick(pool, 1);
+    }
+
+    if (pc) {
+        ngx_platform_pg_send(pc, op);
+        return NGX_DONE;
+    }
+
+    if (pool->nconns > 0 && pool->nwaiting < pool->conf->pg_queue_size) {
+        ngx_platform_pg_wait(pool, op);
+        return NGX_DONE;
+    }
+
+    return NGX_PLATFORM_UNAVAILABLE;
+}
+
+
+static ngx_platform_pg_conn_t *
+ngx_platform_pg_pick(ngx_platform_pg_pool_t *pool, ngx_uint_t stalled)
+{
+    ngx_msec_t               since, best_since;
+    ngx_uint_t               load, best_load, depth;
+    ngx_queue_t             *q;
+    ngx_platform_pg_op_t    *head;
+    ngx_platform_pg_conn_t  *pc, *best;
+
+    best = NULL;
+    best_load = 0;
+    best_since = 0;
+    depth = pool->conf->pg_pipeline_depth;
+
+    for (q = ngx_queue_head(&pool->conns);
+         q != ngx_queue_sentinel(&pool->conns);
+         q = ngx_queue_next(q))
+    {
+        pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
+
+        if (pc->broken
+            || pc->nops >= depth
+            || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses))
+        {
+            continue;
+        }
+
+        if (pc->connecting) {
+            since = pc->start;
+
+        } else if (pc->nops) {
+            head = ngx_queue_data(ngx_queue_head(&pc->ops),
+                                  ngx_platform_pg_op_t, queue);
+            since = head->sent;
+
+        } else {
+            since = ngx_current_msec;
+        }
+
+        if (!stalled && ngx_current_msec - since >= NGX_PLATFORM_PG_STALL) {
+            continue;
+        }
+
+        /* a connection still connecting only when no other has room */
+
+        load = pc->nops + (pc->connecting ? depth : 0);
+
+        if (best == NULL
+            || load < best_load
+            || (load == best_load && (ngx_msec_int_t) (since - best_since) > 0))
+        {
+            best = pc;
+            best_load = load;
+            best_since = since;
         }
     }
 
-    ngx_free(op->block);
-    op->block = p;
+    return best;
+}
 
-    (void) ngx_platform_pg_params_copy(&op->call, stmt, params, p);
 
-    op->handler = handler;
-    op->continued = 1;
-
-    return NGX_OK;
+static ngx_uint_t
+ngx_platform_pg_can_connect(ngx_platform_pg_pool_t *pool)
+{
+    return pool->nconns < pool->conf->pg_pool_size
+           && ngx_current_msec >= pool->retry_at
+           && !ngx_exiting && !ngx_quit && !ngx_terminate;
 }
 
 
@@ -430,31 +556,38 @@ ngx_platform_pg_sqlstate(PGresult *res)
 
 
 void
-ngx_platform_pg_stats(ngx_platform_pg_stats_t *stats)
+ngx_platform_pg_stats(ngx_uint_t read, ngx_platform_pg_stats_t *stats)
 {
     ngx_queue_t             *q;
+    ngx_platform_pg_conn_t  *pc;
     ngx_platform_pg_pool_t  *pool;
 
     ngx_memzero(stats, sizeof(ngx_platform_pg_stats_t));
 
-    pool = ngx_platform_pg_pool;
+    pool = read ? ngx_platform_pg_replica : ngx_platform_pg_primary;
     if (pool == NULL) {
         return;
     }
 
-    for (q = ngx_queue_head(&pool->idle);
-         q != ngx_queue_sentinel(&pool->idle);
+    stats->configured = 1;
+
+    for (q = ngx_queue_head(&pool->conns);
+         q != ngx_queue_sentinel(&pool->conns);
          q = ngx_queue_next(q))
     {
-        stats->idle++;
+        pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
+
+        if (pc->nops == 0 && !pc->connecting) {
+            stats->idle++;
+        }
+
+        stats->in_flight += pc->nops;
     }
 
     stats->busy = pool->nconns - stats->idle;
     stats->waiting = pool->nwaiting;
     stats->connected = pool->connected;
 }
-
-
 /* parameters are copied into a heap block: the op may outlive its caller */
 
 static size_t
@@ -532,14 +665,52 @@ ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
 }
 
 
+/*
+ * op lost its connection or could not get one. A read the read pool
+ * lost is run on the primary; anything else fails.
+ */
+
+static void
+ngx_platform_pg_op_lost(ngx_platform_pg_op_t *op, ngx_int_t rc)
+{
+    ngx_platform_pg_pool_t  *primary;
+
+    primary = ngx_platform_pg_primary;
+
+    if (op->read
+        && rc == NGX_PLATFORM_UNAVAILABLE
+        && op->cleanup
+        && op->pool != primary)
+    {
+        ngx_platform_pg_op_clear(op);
+
+        op->conn = NULL;
+        op->pool = NULL;
+
+        if (ngx_platform_pg_place(primary, op) == NGX_DONE) {
+            ngx_log_error(NGX_LOG_INFO, op->log, 0,
+                          "platform: read pool unavailable, statement "
+                          "\"%s\" runs on the primary",
+                          op->calls[0].stmt->name);
+            return;
+        }
+    }
+
+    ngx_platform_pg_op_fail(op, rc);
+}
+
+
 /* tells the caller, while there is one, that op failed; frees op */
 
 static void
 ngx_platform_pg_op_fail(ngx_platform_pg_op_t *op, ngx_int_t rc)
 {
+    op->conn = NULL;
+
     if (op->cleanup) {
+        ngx_platform_pg_op_clear(op);
+
         if (op->batch) {
-            ngx_platform_pg_op_clear(op);
             op->batch_handler(op->data, op->results, op->ncalls, 0, rc);
 
         } else {
@@ -569,16 +740,12 @@ ngx_platform_pg_op_free(ngx_platform_pg_op_t *op)
 }
 
 
-/* a batch's results, freed */
+/* the results read so far, freed; ready to be sent again */
 
 static void
 ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op)
 {
     ngx_uint_t  i;
-
-    if (op->results == NULL) {
-        return;
-    }
 
     for (i = 0; i < op->ncalls; i++) {
         if (op->results[i]) {
@@ -586,10 +753,19 @@ ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op)
             op->results[i] = NULL;
         }
     }
+
+    op->nslots = 0;
+    op->slot = 0;
+    op->failed = 0;
+    op->rc = NGX_OK;
 }
 
 
-/* the caller's pool is going away: detach the operation from it */
+/*
+ * The caller's pool is going away: detach the operation from it. One in
+ * a connection's queue stays there as an orphan until its results are
+ * read.
+ */
 
 static void
 ngx_platform_pg_cleanup(void *data)
@@ -602,12 +778,29 @@ ngx_platform_pg_cleanup(void *data)
 
     if (op->waiting) {
         ngx_queue_remove(&op->queue);
-        ngx_platform_pg_pool->nwaiting--;
+        op->pool->nwaiting--;
         op->waiting = 0;
         ngx_platform_pg_op_free(op);
     }
+}
 
-    /* an op on a connection finishes there as an orphan */
+
+static void
+ngx_platform_pg_wait(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op)
+{
+    op->pool = pool;
+    op->waiting = 1;
+
+    ngx_queue_insert_tail(&pool->waiting, &op->queue);
+    pool->nwaiting++;
+
+    op->wait_timer.handler = ngx_platform_pg_wait_timeout;
+    op->wait_timer.data = &ngx_platform_pg_timer_conn;
+    op->wait_timer.log = op->log;
+    /* a caller waits here: the timer must hold a graceful exit */
+    op->wait_timer.cancelable = 0;
+
+    ngx_add_timer(&op->wait_timer, pool->conf->pg_queue_timeout);
 }
 
 
@@ -620,17 +813,20 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
              ((u_char *) ev - offsetof(ngx_platform_pg_op_t, wait_timer));
 
     ngx_queue_remove(&op->queue);
-    ngx_platform_pg_pool->nwaiting--;
-    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
+    op->pool->nwaiting--;
     op->waiting = 0;
 
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
+
     ngx_log_error(NGX_LOG_WARN, ev->log, 0,
-                  "platform: no PostgreSQL connection became free in time "
+                  "platform: no PostgreSQL connection had room in time "
                   "for statement \"%s\"", op->calls[0].stmt->name);
 
     ngx_platform_pg_op_fail(op, NGX_PLATFORM_TIMEOUT);
 }
 
+
+/* a new connection; op, if any, is sent once it is established */
 
 static ngx_int_t
 ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
@@ -663,11 +859,17 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
 
     pc->pool = pool;
     pc->conn = conn;
-    pc->state = ngx_platform_pg_connecting;
+    pc->connecting = 1;
+    pc->start = ngx_current_msec;
+    ngx_queue_init(&pc->ops);
 
     pc->timer.handler = ngx_platform_pg_timer_handler;
     pc->timer.data = &ngx_platform_pg_timer_conn;
     pc->timer.log = pool->log;
+
+    pc->flush.handler = ngx_platform_pg_flush_handler;
+    pc->flush.data = &ngx_platform_pg_timer_conn;
+    pc->flush.log = pool->log;
 
     /* libpq: consider the first state PGRES_POLLING_WRITING */
 
@@ -678,18 +880,20 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
         return NGX_ERROR;
     }
 
-    pc->op = op;
-    op->conn = pc;
-
-    ngx_queue_insert_head(&pool->busy, &pc->queue);
+    ngx_queue_insert_tail(&pool->conns, &pc->queue);
     pool->nconns++;
 
-    /* the connection serves a caller: its timer holds a graceful exit */
+    if (op) {
+        ngx_platform_pg_add(pc, op);
+    }
+
+    /* a caller may wait for it: the timer holds a graceful exit */
     pc->timer.cancelable = 0;
     ngx_add_timer(&pc->timer, pool->conf->pg_connect_timeout);
 
-    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pool->log, 0,
-                   "platform pg connect, fd:%d", PQsocket(conn));
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pool->log, 0,
+                   "platform pg %s connect, fd:%d",
+                   pool->name, PQsocket(conn));
 
     return NGX_OK;
 }
@@ -718,14 +922,13 @@ ngx_platform_pg_backoff(ngx_platform_pg_pool_t *pool, char *reason)
 
     if (pool->backoff == NGX_PLATFORM_PG_BACKOFF_MIN) {
         ngx_log_error(NGX_LOG_ERR, pool->log, 0,
-                      "platform: PostgreSQL connect failed: %*s",
+                      "platform: PostgreSQL %sconnect failed: %*s",
+                      pool == ngx_platform_pg_replica ? "read pool " : "",
                       ngx_platform_pg_line(reason), reason);
     }
 
     pool->connected = 0;
 }
-
-
 /*
  * libpq owns the socket: it is wrapped in an nginx connection for events
  * only, registered level-triggered, and never closed by nginx.
@@ -872,15 +1075,20 @@ ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc)
 }
 
 
+/* pipeline mode for the life of the connection; what waited is sent */
+
 static void
 ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
 {
+    ngx_queue_t             *q, *next;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_pool_t  *pool;
 
     pool = pc->pool;
 
-    if (PQsetnonblocking(pc->conn, 1) == -1) {
+    if (PQsetnonblocking(pc->conn, 1) == -1
+        || PQenterPipelineMode(pc->conn) == 0)
+    {
         ngx_platform_pg_connect_failed(pc, PQerrorMessage(pc->conn));
         return;
     }
@@ -889,33 +1097,47 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
         ngx_del_timer(&pc->timer);
     }
 
+    pc->connecting = 0;
+
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_CONNECTS);
 
     if (!pool->connected) {
         ngx_log_error(NGX_LOG_NOTICE, pool->log, 0,
-                      "platform: PostgreSQL connection established");
+                      "platform: PostgreSQL %sconnection established",
+                      pool == ngx_platform_pg_replica ? "read pool " : "");
     }
 
     pool->connected = 1;
     pool->backoff = 0;
     pool->retry_at = 0;
 
-    op = pc->op;
-    pc->op = NULL;
+    for (q = ngx_queue_head(&pc->ops);
+         q != ngx_queue_sentinel(&pc->ops);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
 
-    if (op && op->cleanup == NULL) {
-        /* the caller left while we connected */
-        op->conn = NULL;
-        ngx_platform_pg_op_free(op);
-        op = NULL;
+        if (op->cleanup == NULL) {
+            /* the caller left while we connected */
+            ngx_queue_remove(q);
+            pc->nops--;
+            ngx_platform_pg_op_free(op);
+            continue;
+        }
+
+        if (!pc->broken && ngx_platform_pg_send_op(pc, op) != NGX_OK) {
+            pc->broken = 1;
+        }
     }
 
-    if (op) {
-        ngx_platform_pg_run(pc, op);
+    if (pc->broken) {
+        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                             PQerrorMessage(pc->conn));
         return;
     }
 
-    ngx_platform_pg_release(pc);
+    ngx_platform_pg_settle(pc);
 }
 
 
@@ -927,124 +1149,90 @@ ngx_platform_pg_connect_failed(ngx_platform_pg_conn_t *pc, char *reason)
 }
 
 
-/* the op runs on pc: prepare its statements once, then execute them */
-
-static ngx_int_t
-ngx_platform_pg_dispatch(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
-{
-    pc->op = op;
-    op->conn = pc;
-    pc->uses++;
-
-    if (pc->timer.timer_set) {
-        ngx_del_timer(&pc->timer);
-    }
-
-    pc->timer.cancelable = 0;
-    ngx_add_timer(&pc->timer, pc->pool->conf->pg_query_timeout);
-
-    if (op->batch) {
-        return ngx_platform_pg_send_batch(pc);
-    }
-
-    return ngx_platform_pg_send(pc);
-}
-
-
-/* dispatch from an event handler, where a failure calls the handler */
+/* op joins pc's queue, to be sent now or once pc is connected */
 
 static void
-ngx_platform_pg_run(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+ngx_platform_pg_add(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
-    if (ngx_platform_pg_dispatch(pc, op) != NGX_OK) {
-        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
-                             PQerrorMessage(pc->conn));
-    }
-}
+    op->pool = pc->pool;
+    op->conn = pc;
 
-
-static ngx_int_t
-ngx_platform_pg_send(ngx_platform_pg_conn_t *pc)
-{
-    int                      rc;
-    ngx_platform_pg_call_t  *call;
-
-    call = &pc->op->call;
-
-    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
-
-    if (!ngx_platform_pg_is_prepared(pc, call->stmt)) {
-        pc->state = ngx_platform_pg_preparing;
-        rc = PQsendPrepare(pc->conn, call->stmt->name, call->stmt->sql,
-                           call->stmt->nparams, NULL);
-
-    } else {
-        pc->state = ngx_platform_pg_querying;
-        rc = PQsendQueryPrepared(pc->conn, call->stmt->name,
-                                 call->stmt->nparams,
-                                 (const char * const *) call->values,
-                                 call->lengths, call->formats, 0);
-    }
-
-    if (rc == 0) {
-        return NGX_ERROR;
-    }
-
-    return ngx_platform_pg_flush(pc);
+    ngx_queue_insert_tail(&pc->ops, &op->queue);
+    pc->nops++;
+    pc->uses++;
 }
 
 
 /*
- * A batch in pipeline mode: each statement not yet prepared on this
- * connection is prepared in the same pipeline, then executed; one sync
- * point closes the implicit transaction. The slots record what was
- * sent, in the order its results come back.
+ * From a caller or a handler: a failed send does not close the
+ * connection under them; the connection is failed from its own event,
+ * posted, with op among its operations. On a connection still
+ * connecting, op waits its turn in the queue.
+ */
+
+static void
+ngx_platform_pg_send(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+{
+    ngx_platform_pg_add(pc, op);
+
+    if (pc->connecting) {
+        /* sent once connected */
+        return;
+    }
+
+    if (ngx_platform_pg_send_op(pc, op) != NGX_OK) {
+        pc->broken = 1;
+        ngx_post_event(pc->c->read, &ngx_posted_events);
+        return;
+    }
+
+    if (pc->nops == 1) {
+        ngx_platform_pg_arm(pc);
+    }
+}
+
+
+/*
+ * The prepares of the statements this connection has not prepared yet,
+ * first (an error before them would skip them), then the executes, then
+ * the sync point that closes the operation's implicit transaction. The
+ * slots record what was sent, in the order its results come back.
  */
 
 static ngx_int_t
-ngx_platform_pg_send_batch(ngx_platform_pg_conn_t *pc)
+ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
-    ngx_uint_t               i, j, prepared;
-    ngx_platform_pg_op_t    *op;
+    ngx_uint_t               i;
     ngx_platform_pg_call_t  *call;
 
-    op = pc->op;
+    op->sent = ngx_current_msec;
 
-    op->nslots = 0;
-    op->slot = 0;
-    op->failed = 0;
-    op->rc = NGX_OK;
+    for (i = 0; i < op->ncalls; i++) {
+        call = &op->calls[i];
 
-    pc->state = ngx_platform_pg_pipeline;
+        if (ngx_platform_pg_is_prepared(pc, call->stmt)) {
+            continue;
+        }
 
-    if (PQenterPipelineMode(pc->conn) == 0) {
-        return NGX_ERROR;
+        if (PQsendPrepare(pc->conn, call->stmt->name, call->stmt->sql,
+                          call->stmt->nparams, NULL)
+            == 0)
+        {
+            return NGX_ERROR;
+        }
+
+        /* later operations on this connection count on it */
+        ngx_platform_pg_add_prepared(pc, call->stmt);
+
+        op->slots[op->nslots].step = i;
+        op->slots[op->nslots].prepare = 1;
+        op->nslots++;
     }
 
     for (i = 0; i < op->ncalls; i++) {
         call = &op->calls[i];
 
         ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
-
-        prepared = ngx_platform_pg_is_prepared(pc, call->stmt);
-
-        for (j = 0; !prepared && j < op->nslots; j++) {
-            prepared = op->slots[j].prepare
-                       && op->calls[op->slots[j].step].stmt == call->stmt;
-        }
-
-        if (!prepared) {
-            if (PQsendPrepare(pc->conn, call->stmt->name, call->stmt->sql,
-                              call->stmt->nparams, NULL)
-                == 0)
-            {
-                return NGX_ERROR;
-            }
-
-            op->slots[op->nslots].step = i;
-            op->slots[op->nslots].prepare = 1;
-            op->nslots++;
-        }
 
         if (PQsendQueryPrepared(pc->conn, call->stmt->name,
                                 call->stmt->nparams,
@@ -1064,7 +1252,31 @@ ngx_platform_pg_send_batch(ngx_platform_pg_conn_t *pc)
         return NGX_ERROR;
     }
 
-    return ngx_platform_pg_flush(pc);
+    /*
+     * The statements sent during one pass of the event loop leave
+     * together, in one write, when the loop runs its posted events.
+     */
+
+    if (!pc->flush.posted) {
+        ngx_post_event(&pc->flush, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_platform_pg_flush_handler(ngx_event_t *ev)
+{
+    ngx_platform_pg_conn_t  *pc;
+
+    pc = (ngx_platform_pg_conn_t *)
+             ((u_char *) ev - offsetof(ngx_platform_pg_conn_t, flush));
+
+    if (pc->broken || ngx_platform_pg_flush(pc) != NGX_OK) {
+        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                             PQerrorMessage(pc->conn));
+    }
 }
 
 
@@ -1113,13 +1325,18 @@ ngx_platform_pg_read_handler(ngx_event_t *ev)
     c = ev->data;
     pc = c->data;
 
-    switch (pc->state) {
-
-    case ngx_platform_pg_connecting:
+    if (pc->connecting) {
         ngx_platform_pg_connect_poll(pc);
         return;
+    }
 
-    case ngx_platform_pg_idle:
+    if (pc->broken) {
+        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                             PQerrorMessage(pc->conn));
+        return;
+    }
+
+    if (pc->nops == 0) {
         /* the server closed or sent a notice on an idle connection */
         if (PQconsumeInput(pc->conn) == 0
             || PQstatus(pc->conn) != CONNECTION_OK)
@@ -1130,12 +1347,11 @@ ngx_platform_pg_read_handler(ngx_event_t *ev)
             ngx_platform_pg_close(pc);
             ngx_platform_pg_serve_waiting(pool);
         }
-        return;
 
-    default:
-        ngx_platform_pg_receive(pc);
         return;
     }
+
+    ngx_platform_pg_receive(pc);
 }
 
 
@@ -1148,24 +1364,14 @@ ngx_platform_pg_write_handler(ngx_event_t *ev)
     c = ev->data;
     pc = c->data;
 
-    switch (pc->state) {
-
-    case ngx_platform_pg_connecting:
+    if (pc->connecting) {
         ngx_platform_pg_connect_poll(pc);
         return;
+    }
 
-    case ngx_platform_pg_idle:
-        if (c->write->active) {
-            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
-        }
-        return;
-
-    default:
-        if (ngx_platform_pg_flush(pc) != NGX_OK) {
-            ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
-                                 PQerrorMessage(pc->conn));
-        }
-        return;
+    if (ngx_platform_pg_flush(pc) != NGX_OK) {
+        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                             PQerrorMessage(pc->conn));
     }
 }
 
@@ -1173,42 +1379,62 @@ ngx_platform_pg_write_handler(ngx_event_t *ev)
 static void
 ngx_platform_pg_timer_handler(ngx_event_t *ev)
 {
+    ngx_platform_pg_op_t    *op;
     ngx_platform_pg_conn_t  *pc;
 
     pc = (ngx_platform_pg_conn_t *)
              ((u_char *) ev - offsetof(ngx_platform_pg_conn_t, timer));
 
-    switch (pc->state) {
-
-    case ngx_platform_pg_connecting:
+    if (pc->connecting) {
         ngx_platform_pg_connect_failed(pc, "connect timed out");
         return;
+    }
 
-    case ngx_platform_pg_idle:
+    if (pc->nops == 0) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
                        "platform pg idle timeout");
         ngx_platform_pg_close(pc);
         return;
+    }
 
-    default:
-        /*
-         * PQcancel() blocks, so the connection is dropped instead; the
-         * server's statement_timeout ends the statement there.
-         */
-        ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
-        ngx_platform_pg_fail(pc, NGX_PLATFORM_TIMEOUT,
-                             "statement timed out");
+    /*
+     * The oldest operation ran out of time. PQcancel() blocks, so the
+     * connection is dropped instead, with what was queued behind it; the
+     * server's statement_timeout ends the statement there.
+     */
+
+    op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
+                        queue);
+
+    if (ngx_current_msec - op->sent < pc->pool->conf->pg_query_timeout) {
+        /* the timer was left at an earlier head's deadline, near this one */
+        ngx_platform_pg_arm(pc);
         return;
     }
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
+
+    ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc->pool, op), 0,
+                  "platform: PostgreSQL statement \"%s\" timed out%s",
+                  op->calls[op->ncalls - 1].stmt->name,
+                  pc->nops > 1 ? ", with the statements behind it" : "");
+
+    ngx_platform_pg_fail(pc, NGX_PLATFORM_TIMEOUT, NULL);
 }
 
+
+/*
+ * Results come in the order the operations were sent. For each command
+ * of the head operation: its result, then NULL; after an error,
+ * PGRES_PIPELINE_ABORTED for the rest of the operation; last
+ * PGRES_PIPELINE_SYNC for its sync point.
+ */
 
 static void
 ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 {
-    PGresult        *res;
-    ngx_int_t        rc;
-    ExecStatusType   status;
+    PGresult              *res;
+    ngx_platform_pg_op_t  *op;
 
     if (PQconsumeInput(pc->conn) == 0) {
         ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
@@ -1224,166 +1450,125 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
         return;
     }
 
-    if (pc->state == ngx_platform_pg_pipeline) {
-        ngx_platform_pg_receive_batch(pc);
-        return;
-    }
+    while (pc->nops && !PQisBusy(pc->conn)) {
 
-    while (!PQisBusy(pc->conn)) {
+        op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
+                            queue);
 
         res = PQgetResult(pc->conn);
 
-        if (res != NULL) {
-            /* keep the first result; a statement has only one */
-            if (pc->res == NULL) {
-                pc->res = res;
-
-            } else {
-                PQclear(res);
-            }
-
-            continue;
-        }
-
-        /* all results are in */
-
-        res = pc->res;
-        pc->res = NULL;
-
-        status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-
-        if (pc->state == ngx_platform_pg_preparing) {
-
-            if (status == PGRES_COMMAND_OK) {
-                PQclear(res);
-
-                ngx_platform_pg_add_prepared(pc, pc->op->call.stmt);
-
-                if (ngx_platform_pg_send(pc) != NGX_OK) {
-                    ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
-                                         PQerrorMessage(pc->conn));
-                }
-
-                return;
-            }
-        }
-
-        rc = ngx_platform_pg_result_rc(pc, pc->op->call.stmt, res);
-
-        ngx_platform_pg_complete(pc, res, rc);
-
-        if (res) {
-            PQclear(res);
-        }
-
-        return;
-    }
-}
-
-
-/*
- * A batch's results come in the order of its slots: for each, its
- * results and then NULL; after an error, PGRES_PIPELINE_ABORTED for the
- * rest; last PGRES_PIPELINE_SYNC for the sync point.
- */
-
-static void
-ngx_platform_pg_receive_batch(ngx_platform_pg_conn_t *pc)
-{
-    PGresult                *res, **result;
-    ngx_int_t                rc;
-    ExecStatusType           status;
-    ngx_platform_pg_op_t    *op;
-    ngx_platform_pg_slot_t  *slot;
-    ngx_platform_pg_call_t  *call;
-
-    op = pc->op;
-
-    while (!PQisBusy(pc->conn)) {
-
-        res = PQgetResult(pc->conn);
-
-        if (op->slot == op->nslots) {
-
-            /* the sync point */
-
+        if (op->slot < op->nslots) {
             if (res == NULL) {
-                return;
-            }
-
-            status = PQresultStatus(res);
-            PQclear(res);
-
-            if (status != PGRES_PIPELINE_SYNC) {
-                ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
-                                     "unexpected result in a pipeline");
-                return;
-            }
-
-            /* fails only when busy: the connection is then not reused */
-            (void) PQexitPipelineMode(pc->conn);
-
-            ngx_platform_pg_complete_batch(pc);
-            return;
-        }
-
-        slot = &op->slots[op->slot];
-        call = &op->calls[slot->step];
-
-        if (res == NULL) {
-            /* this command's results are all in */
-            op->slot++;
-            continue;
-        }
-
-        status = PQresultStatus(res);
-
-        if (status == PGRES_PIPELINE_ABORTED) {
-            PQclear(res);
-            continue;
-        }
-
-        if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-
-            if (slot->prepare) {
-                ngx_platform_pg_add_prepared(pc, call->stmt);
-                PQclear(res);
+                /* this command's results are all in */
+                op->slot++;
                 continue;
             }
 
-            result = &op->results[slot->step];
-
-            /* keep the first result; a statement has only one */
-            if (*result == NULL) {
-                *result = res;
-
-            } else {
-                PQclear(res);
+            if (ngx_platform_pg_result(pc, op, res) != NGX_OK) {
+                return;
             }
 
             continue;
         }
 
-        /* the first error; the statements after it are aborted */
+        /* the sync point */
 
-        if (op->rc != NGX_OK) {
+        if (res == NULL) {
+            break;
+        }
+
+        if (PQresultStatus(res) != PGRES_PIPELINE_SYNC) {
             PQclear(res);
-            continue;
+            ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                                 "unexpected result in a pipeline");
+            return;
         }
 
-        rc = ngx_platform_pg_result_rc(pc, call->stmt, res);
+        PQclear(res);
 
-        op->rc = rc;
-        op->failed = slot->step;
+        ngx_queue_remove(&op->queue);
+        pc->nops--;
+        op->conn = NULL;
 
-        result = &op->results[slot->step];
+        /* the handler may send on this connection; that never closes it */
 
-        if (*result) {
-            PQclear(*result);
+        ngx_platform_pg_complete(op);
+
+        if (pc->broken) {
+            ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                                 PQerrorMessage(pc->conn));
+            return;
         }
-
-        *result = res;
     }
+
+    ngx_platform_pg_settle(pc);
+}
+
+
+/* one result of the head operation's current command */
+
+static ngx_int_t
+ngx_platform_pg_result(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op,
+    PGresult *res)
+{
+    ExecStatusType           status;
+    ngx_platform_pg_slot_t  *slot;
+    ngx_platform_pg_call_t  *call;
+
+    slot = &op->slots[op->slot];
+    call = &op->calls[slot->step];
+
+    status = PQresultStatus(res);
+
+    if (status == PGRES_PIPELINE_ABORTED) {
+        if (slot->prepare) {
+            ngx_platform_pg_forget_prepared(pc, call->stmt);
+        }
+
+        PQclear(res);
+        return NGX_OK;
+    }
+
+    if (status == PGRES_PIPELINE_SYNC) {
+        PQclear(res);
+        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                             "unexpected sync in a pipeline");
+        return NGX_ERROR;
+    }
+
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+
+        if (slot->prepare || op->results[slot->step]) {
+            /* a prepare's result; or a second one, which has no use */
+            PQclear(res);
+            return NGX_OK;
+        }
+
+        op->results[slot->step] = res;
+        return NGX_OK;
+    }
+
+    if (slot->prepare) {
+        ngx_platform_pg_forget_prepared(pc, call->stmt);
+    }
+
+    /* the first error; the commands after it are aborted */
+
+    if (op->rc != NGX_OK) {
+        PQclear(res);
+        return NGX_OK;
+    }
+
+    op->rc = ngx_platform_pg_result_rc(pc, op, call->stmt, res);
+    op->failed = slot->step;
+
+    if (op->results[slot->step]) {
+        PQclear(op->results[slot->step]);
+    }
+
+    op->results[slot->step] = res;
+
+    return NGX_OK;
 }
 
 
@@ -1391,16 +1576,9 @@ ngx_platform_pg_receive_batch(ngx_platform_pg_conn_t *pc)
 
 static ngx_int_t
 ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
-    ngx_platform_pg_stmt_t *stmt, PGresult *res)
+    ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res)
 {
-    char            *message;
-    ExecStatusType   status;
-
-    status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-
-    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-        return NGX_OK;
-    }
+    char  *message;
 
     if (ngx_strcmp(ngx_platform_pg_sqlstate(res), "57014") == 0) {
         /* statement_timeout */
@@ -1410,9 +1588,9 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_ERRORS);
 
-    message = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
-    ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc, pc->op), 0,
+    ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc->pool, op), 0,
                   "platform: statement \"%s\" failed: SQLSTATE %s: %s",
                   stmt->name, ngx_platform_pg_sqlstate(res),
                   message ? message : "no message");
@@ -1421,91 +1599,47 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
 }
 
 
-/* hands a result to the op's handler and then continues or releases */
+/* the sync point is read: the handler gets the results; op is freed */
 
 static void
-ngx_platform_pg_complete(ngx_platform_pg_conn_t *pc, PGresult *res,
-    ngx_int_t rc)
+ngx_platform_pg_complete(ngx_platform_pg_op_t *op)
 {
-    ngx_platform_pg_op_t  *op;
-
-    op = pc->op;
-
-    if (pc->timer.timer_set) {
-        ngx_del_timer(&pc->timer);
-    }
-
-    pc->state = ngx_platform_pg_idle;
-
-    op->continued = 0;
-
-    if (op->cleanup) {
-        op->handler(op->data, op, res, rc);
-    }
-
-    if (op->continued && op->cleanup && PQstatus(pc->conn) == CONNECTION_OK)
-    {
-        ngx_add_timer(&pc->timer, pc->pool->conf->pg_query_timeout);
-
-        if (ngx_platform_pg_send(pc) != NGX_OK) {
-            ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
-                                 PQerrorMessage(pc->conn));
-        }
-
-        return;
-    }
-
-    pc->op = NULL;
-    op->conn = NULL;
-    ngx_platform_pg_op_free(op);
-
-    ngx_platform_pg_release(pc);
-}
-
-
-/* the sync point is read: the handler gets every result at once */
-
-static void
-ngx_platform_pg_complete_batch(ngx_platform_pg_conn_t *pc)
-{
-    ngx_platform_pg_op_t  *op;
-
-    op = pc->op;
-
-    if (pc->timer.timer_set) {
-        ngx_del_timer(&pc->timer);
-    }
-
-    pc->state = ngx_platform_pg_idle;
+    PGresult  *res;
 
     if (op->rc == NGX_PLATFORM_TIMEOUT) {
         ngx_platform_pg_op_clear(op);
-        op->failed = 0;
+        op->rc = NGX_PLATFORM_TIMEOUT;
     }
 
     if (op->cleanup) {
-        op->batch_handler(op->data, op->results, op->ncalls, op->failed,
-                          op->rc);
+        if (op->batch) {
+            op->batch_handler(op->data, op->results, op->ncalls, op->failed,
+                              op->rc);
+
+        } else {
+            res = op->results[0];
+
+            if (op->rc == NGX_OK && res == NULL) {
+                /* a statement always has a result; never seen */
+                op->rc = NGX_ERROR;
+            }
+
+            op->handler(op->data, op, res, op->rc);
+        }
     }
 
-    pc->op = NULL;
-    op->conn = NULL;
     ngx_platform_pg_op_free(op);
-
-    ngx_platform_pg_release(pc);
 }
 
 
 /*
- * Only a connection outside any transaction and pipeline, with every
- * result read and uses left, goes back to the pool; anything else is
- * closed, which also rolls back what an abandoned transaction wrote.
- * While the worker exits, a connection still serves the callers that
- * wait for one, and is closed when none is left.
+ * After operations left pc: callers waiting for room get it; an idle
+ * connection is kept for the next ones, unless it is past its uses, not
+ * healthy, or the worker exits.
  */
 
 static void
-ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
+ngx_platform_pg_settle(ngx_platform_pg_conn_t *pc)
 {
     ngx_queue_t             *q;
     ngx_platform_pg_op_t    *op;
@@ -1513,19 +1647,12 @@ ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
 
     pool = pc->pool;
 
-    if (PQstatus(pc->conn) != CONNECTION_OK
-        || PQtransactionStatus(pc->conn) != PQTRANS_IDLE
-        || PQpipelineStatus(pc->conn) != PQ_PIPELINE_OFF
-        || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses))
+    while (!ngx_queue_empty(&pool->waiting)
+           && !pc->broken
+           && pc->nops < pool->conf->pg_pipeline_depth
+           && (pool->conf->pg_max_uses == 0
+               || pc->uses < pool->conf->pg_max_uses))
     {
-        ngx_platform_pg_close(pc);
-        ngx_platform_pg_serve_waiting(pool);
-        return;
-    }
-
-    pc->state = ngx_platform_pg_idle;
-
-    if (!ngx_queue_empty(&pool->waiting)) {
         q = ngx_queue_head(&pool->waiting);
         ngx_queue_remove(q);
         pool->nwaiting--;
@@ -1537,49 +1664,103 @@ ngx_platform_pg_release(ngx_platform_pg_conn_t *pc)
             ngx_del_timer(&op->wait_timer);
         }
 
-        ngx_platform_pg_run(pc, op);
+        ngx_platform_pg_send(pc, op);
+    }
+
+    if (pc->nops) {
+        ngx_platform_pg_arm(pc);
         return;
     }
 
-    if (ngx_exiting || ngx_quit || ngx_terminate) {
+    if (pc->broken
+        || PQstatus(pc->conn) != CONNECTION_OK
+        || PQtransactionStatus(pc->conn) != PQTRANS_IDLE
+        || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses)
+        || ngx_exiting || ngx_quit || ngx_terminate)
+    {
         ngx_platform_pg_close(pc);
+        ngx_platform_pg_serve_waiting(pool);
         return;
     }
 
-    ngx_queue_remove(&pc->queue);
-    ngx_queue_insert_head(&pool->idle, &pc->queue);
-
-    /* an idle connection must not delay a graceful exit or a reload */
-    pc->timer.cancelable = 1;
-    ngx_add_timer(&pc->timer, pool->conf->pg_idle_timeout);
+    ngx_platform_pg_arm(pc);
 }
 
 
-/* the connection is lost or unusable: fail its op and drop it */
+/*
+ * The timer: the oldest operation's deadline while any is in flight (it
+ * holds a graceful exit), else the idle timeout (it does not).
+ */
+
+static void
+ngx_platform_pg_arm(ngx_platform_pg_conn_t *pc)
+{
+    ngx_msec_t             timeout, age;
+    ngx_platform_pg_op_t  *op;
+
+    if (pc->nops == 0) {
+        pc->timer.cancelable = 1;
+        ngx_add_timer(&pc->timer, pc->pool->conf->pg_idle_timeout);
+        return;
+    }
+
+    op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
+                        queue);
+
+    timeout = pc->pool->conf->pg_query_timeout;
+    age = ngx_current_msec - op->sent;
+
+    pc->timer.cancelable = 0;
+    ngx_add_timer(&pc->timer, age < timeout ? timeout - age : 1);
+}
+
+
+/*
+ * The connection is lost or unusable: it is closed, and every operation
+ * it carried fails, or, for the read pool's reads, moves to the primary.
+ */
 
 static void
 ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc, char *reason)
 {
+    ngx_queue_t              ops, *q;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_pool_t  *pool;
 
     pool = pc->pool;
-    op = pc->op;
-    pc->op = NULL;
+
+    op = NULL;
+    if (pc->nops) {
+        op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
+                            queue);
+    }
 
     if (reason) {
-        ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc, op), 0,
-                      "platform: PostgreSQL %s%*s%s",
-                      rc == NGX_PLATFORM_TIMEOUT ? "" : "connection lost: ",
+        ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pool, op), 0,
+                      "platform: PostgreSQL %sconnection lost: %*s%s",
+                      pool == ngx_platform_pg_replica ? "read pool " : "",
                       ngx_platform_pg_line(reason), reason,
                       op ? "" : " (idle)");
     }
 
+    ngx_queue_init(&ops);
+
+    if (pc->nops) {
+        ngx_queue_add(&ops, &pc->ops);
+        ngx_queue_init(&pc->ops);
+        pc->nops = 0;
+    }
+
     ngx_platform_pg_close(pc);
 
-    if (op) {
+    while (!ngx_queue_empty(&ops)) {
+        q = ngx_queue_head(&ops);
+        ngx_queue_remove(q);
+
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
         op->conn = NULL;
-        ngx_platform_pg_op_fail(op, rc);
+
+        ngx_platform_pg_op_lost(op, rc);
     }
 
     ngx_platform_pg_serve_waiting(pool);
@@ -1597,11 +1778,11 @@ ngx_platform_pg_close(ngx_platform_pg_conn_t *pc)
         ngx_del_timer(&pc->timer);
     }
 
-    ngx_platform_pg_unwrap_socket(pc);
-
-    if (pc->res) {
-        PQclear(pc->res);
+    if (pc->flush.posted) {
+        ngx_delete_posted_event(&pc->flush);
     }
+
+    ngx_platform_pg_unwrap_socket(pc);
 
     /* PQfinish() does not wait for the server; it closes the socket */
     PQfinish(pc->conn);
@@ -1642,7 +1823,7 @@ ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool)
             || ngx_platform_pg_connect(pool, op) != NGX_OK)
         {
             /* PostgreSQL is down: the waiters are told now */
-            ngx_platform_pg_op_fail(op, NGX_PLATFORM_UNAVAILABLE);
+            ngx_platform_pg_op_lost(op, NGX_PLATFORM_UNAVAILABLE);
         }
     }
 }
@@ -1676,6 +1857,23 @@ ngx_platform_pg_add_prepared(ngx_platform_pg_conn_t *pc,
 }
 
 
+/* a prepare failed or was aborted: the next use prepares again */
+
+static void
+ngx_platform_pg_forget_prepared(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_stmt_t *stmt)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < pc->nprepared; i++) {
+        if (pc->prepared[i] == stmt) {
+            pc->prepared[i] = pc->prepared[--pc->nprepared];
+            return;
+        }
+    }
+}
+
+
 /* libpq's messages run over lines; the log takes the first */
 
 static size_t
@@ -1688,13 +1886,13 @@ ngx_platform_pg_line(const char *message)
 /* the caller's log names it; an orphan's is the worker's */
 
 static ngx_log_t *
-ngx_platform_pg_log(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+ngx_platform_pg_log(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op)
 {
     if (op && op->cleanup && op->log) {
         return op->log;
     }
 
-    return pc->pool->log;
+    return pool->log;
 }
 
 
@@ -1702,24 +1900,49 @@ ngx_int_t
 ngx_platform_pg_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
 {
+    ngx_platform_pg_timer_conn.fd = (ngx_socket_t) -1;
+
+    /* parsed, and checked, when the configuration was read */
+
+    if (pmcf->pg_options) {
+        ngx_platform_pg_primary = ngx_platform_pg_pool_create(cycle, pmcf,
+                                                  pmcf->pg_options, "primary");
+        if (ngx_platform_pg_primary == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (pmcf->pg_options && pmcf->pg_read_options) {
+        ngx_platform_pg_replica = ngx_platform_pg_pool_create(cycle, pmcf,
+                                                pmcf->pg_read_options, "read");
+        if (ngx_platform_pg_replica == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_platform_pg_pool_t *
+ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
+    ngx_platform_main_conf_t *pmcf, ngx_platform_pg_options_t *options,
+    char *name)
+{
     u_char                  *p;
     ngx_uint_t               n, i, has_options, has_appname;
-    PQconninfoOption        *opt, *options;
+    PQconninfoOption        *opt;
     ngx_platform_pg_pool_t  *pool;
 
     static u_char            statement_timeout[128];
 
-    /* parsed, and checked, when the configuration was read */
-    options = pmcf->pg_options;
-
-    if (options == NULL) {
-        return NGX_OK;
-    }
-
     pool = ngx_calloc(sizeof(ngx_platform_pg_pool_t), cycle->log);
     if (pool == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
+
+    ngx_queue_init(&pool->conns);
+    ngx_queue_init(&pool->waiting);
 
     n = 0;
     for (opt = options; opt->keyword; opt++) {
@@ -1730,7 +1953,8 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
     pool->values = ngx_calloc((n + 3) * sizeof(char *), cycle->log);
 
     if (pool->keywords == NULL || pool->values == NULL) {
-        return NGX_ERROR;
+        ngx_platform_pg_pool_destroy(pool);
+        return NULL;
     }
 
     i = 0;
@@ -1784,17 +2008,9 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
 
     pool->conf = pmcf;
     pool->log = cycle->log;
+    pool->name = name;
 
-    ngx_platform_pg_timer_conn.fd = (ngx_socket_t) -1;
-
-    ngx_queue_init(&pool->idle);
-    ngx_queue_init(&pool->busy);
-    ngx_queue_init(&pool->waiting);
-
-    pmcf->pg = pool;
-    ngx_platform_pg_pool = pool;
-
-    return NGX_OK;
+    return pool;
 }
 
 
@@ -1802,15 +2018,26 @@ void
 ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
 {
+    if (ngx_platform_pg_replica) {
+        ngx_platform_pg_pool_destroy(ngx_platform_pg_replica);
+        ngx_platform_pg_replica = NULL;
+    }
+
+    if (ngx_platform_pg_primary) {
+        ngx_platform_pg_pool_destroy(ngx_platform_pg_primary);
+        ngx_platform_pg_primary = NULL;
+    }
+}
+
+
+/* the worker exits: what is left is dropped without a word */
+
+static void
+ngx_platform_pg_pool_destroy(ngx_platform_pg_pool_t *pool)
+{
     ngx_queue_t             *q;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_conn_t  *pc;
-    ngx_platform_pg_pool_t  *pool;
-
-    pool = ngx_platform_pg_pool;
-    if (pool == NULL) {
-        return;
-    }
 
     while (!ngx_queue_empty(&pool->waiting)) {
         q = ngx_queue_head(&pool->waiting);
@@ -1822,21 +2049,19 @@ ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
 
     pool->nwaiting = 0;
 
-    while (!ngx_queue_empty(&pool->idle)) {
-        q = ngx_queue_head(&pool->idle);
-        pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
-        ngx_platform_pg_close(pc);
-    }
-
-    while (!ngx_queue_empty(&pool->busy)) {
-        q = ngx_queue_head(&pool->busy);
+    while (!ngx_queue_empty(&pool->conns)) {
+        q = ngx_queue_head(&pool->conns);
         pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
 
-        if (pc->op) {
-            pc->op->conn = NULL;
-            ngx_platform_pg_op_free(pc->op);
-            pc->op = NULL;
+        while (!ngx_queue_empty(&pc->ops)) {
+            q = ngx_queue_head(&pc->ops);
+            ngx_queue_remove(q);
+            op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+            op->conn = NULL;
+            ngx_platform_pg_op_free(op);
         }
+
+        pc->nops = 0;
 
         ngx_platform_pg_close(pc);
     }
@@ -1844,7 +2069,4 @@ ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
     ngx_free(pool->keywords);
     ngx_free(pool->values);
     ngx_free(pool);
-
-    ngx_platform_pg_pool = NULL;
-    pmcf->pg = NULL;
 }

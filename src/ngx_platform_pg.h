@@ -35,12 +35,12 @@ typedef struct {
 
 
 /*
- * Called once per statement. data is what the caller gave. rc is NGX_OK
- * (res holds the result), NGX_ERROR (the statement failed; res holds the
- * error result, for its SQLSTATE), NGX_PLATFORM_UNAVAILABLE or
- * NGX_PLATFORM_TIMEOUT (res is NULL). The pool frees res after the
- * handler returns. The handler may call ngx_platform_pg_next() to run
- * another statement on the same connection.
+ * Called once per statement. data is what the caller gave; op is the
+ * operation, valid during the call. rc is NGX_OK (res holds the result),
+ * NGX_ERROR (the statement failed; res holds the error result, for its
+ * SQLSTATE), NGX_PLATFORM_UNAVAILABLE or NGX_PLATFORM_TIMEOUT (res is
+ * NULL). The pool frees res after the handler returns. The handler may
+ * start other operations.
  */
 typedef void (*ngx_platform_pg_handler_pt)(void *data,
     ngx_platform_pg_op_t *op, PGresult *res, ngx_int_t rc);
@@ -48,32 +48,33 @@ typedef void (*ngx_platform_pg_handler_pt)(void *data,
 
 /*
  * Runs stmt with params (stmt->nparams of them; a param with NULL data is
- * SQL NULL; text unless stmt->binary says otherwise). pool is the caller's (a request's): when it is
- * destroyed the operation is detached and finishes as an orphan, its
- * result dropped; log names the caller in the operation's log lines while
- * it is attached. Returns NGX_DONE when the handler will be called (never
- * before this returns), NGX_PLATFORM_UNAVAILABLE when the pool and its
- * queue are full or PostgreSQL is known to be down, or NGX_ERROR.
+ * SQL NULL; text unless stmt->binary says otherwise) on the primary. pool
+ * is the caller's (a request's): when it is destroyed the operation is
+ * detached and finishes as an orphan, its result read and dropped; log
+ * names the caller in the operation's log lines while it is attached.
+ * Returns NGX_DONE when the handler will be called (never before this
+ * returns), NGX_PLATFORM_UNAVAILABLE when the pool and its queue are full
+ * or PostgreSQL is known to be down, or NGX_ERROR.
  */
 ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data);
 
 /*
- * From a handler: the next statement on the same connection, for example
- * inside BEGIN ... COMMIT. Returns NGX_OK or NGX_ERROR (nothing sent;
- * the connection is closed, which rolls back an open transaction).
+ * The same for a statement that only reads: it runs on the read pool
+ * (platform_pg_read) when there is one, and on the primary when the read
+ * pool cannot take it or loses it with its connection.
  */
-ngx_int_t ngx_platform_pg_next(ngx_platform_pg_op_t *op,
+ngx_int_t ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler);
+    ngx_platform_pg_handler_pt handler, void *data);
 
 
 /*
  * A batch: statements that do not depend on each other's results, sent
- * in one round trip in libpq pipeline mode and closed by one sync point,
- * so that they run as one implicit transaction: when one fails none of
- * them has any effect.
+ * in one round trip and closed by one sync point, so that they run as
+ * one implicit transaction: when one fails none of them has any effect.
+ * It runs on the primary.
  */
 typedef struct {
     ngx_platform_pg_stmt_t    *stmt;
@@ -105,13 +106,16 @@ void ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
 
 /* for health and metrics */
 typedef struct {
-    ngx_uint_t                 idle;
+    ngx_uint_t                 configured;
+    ngx_uint_t                 idle;        /* connections, none in flight */
     ngx_uint_t                 busy;
+    ngx_uint_t                 in_flight;   /* operations on connections */
     ngx_uint_t                 waiting;
     ngx_uint_t                 connected;   /* last connect succeeded */
 } ngx_platform_pg_stats_t;
 
-void ngx_platform_pg_stats(ngx_platform_pg_stats_t *stats);
+/* of the primary (read 0) or of the read pool (read 1) */
+void ngx_platform_pg_stats(ngx_uint_t read, ngx_platform_pg_stats_t *stats);
 
 
 #endif /* _NGX_PLATFORM_PG_H_INCLUDED_ */

@@ -88,8 +88,10 @@ ngx_platform_products_classifications(ngx_http_request_t *r,
         return ngx_platform_products_send(r);
     }
 
-    return ngx_platform_query(r, &ngx_platform_products_classifications_stmt,
-                              NULL, ngx_platform_products_classifications_done);
+    return ngx_platform_read_query(r,
+                                   &ngx_platform_products_classifications_stmt,
+                                   NULL,
+                                   ngx_platform_products_classifications_done);
 }
 
 

@@ -25,16 +25,25 @@
 
 
 typedef struct {
+    ngx_atomic_t                 configured;
+    ngx_atomic_t                 idle;
+    ngx_atomic_t                 busy;
+    ngx_atomic_t                 in_flight;
+    ngx_atomic_t                 waiting;
+} ngx_platform_shm_pg_t;
+
+
+typedef struct {
     ngx_atomic_t                 requests[NGX_PLATFORM_FAMILIES_MAX]
                                          [NGX_PLATFORM_STATUSES];
     ngx_atomic_t                 counters[NGX_PLATFORM_M_MAX];
 
     struct {
         ngx_atomic_t             pid;
-        ngx_atomic_t             pg_idle;
-        ngx_atomic_t             pg_busy;
-        ngx_atomic_t             pg_waiting;
         ngx_atomic_t             redis_connected;
+
+        /* the primary, then the read pool */
+        ngx_platform_shm_pg_t    pg[2];
     }                            workers[NGX_PLATFORM_WORKERS_MAX];
 } ngx_platform_shm_t;
 
@@ -95,6 +104,9 @@ ngx_platform_family_t  ngx_platform_metrics_family = {
     NULL,
     0
 };
+
+
+static char  *ngx_platform_pg_pool_names[2] = { "primary", "read" };
 
 
 static ngx_uint_t  ngx_platform_statuses[NGX_PLATFORM_STATUSES] = {
@@ -240,21 +252,37 @@ ngx_platform_health_step(ngx_http_request_t *r)
 static ngx_int_t
 ngx_platform_health_send(ngx_http_request_t *r, ngx_platform_health_t *h)
 {
-    u_char      *body, *p;
-    ngx_uint_t   up;
+    u_char                   *body, *p;
+    ngx_uint_t                up;
+    ngx_platform_pg_stats_t   read;
 
     up = h->pg_up && h->redis_up;
 
     body = ngx_pnalloc(r->pool, sizeof("{\"status\":\"down\","
                                        "\"postgres\":{\"status\":\"down\"},"
+                                       "\"postgresRead\":{\"status\":"
+                                       "\"down\"},"
                                        "\"redis\":{\"status\":\"down\"}}"));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     p = ngx_sprintf(body, "{\"status\":\"%s\",\"postgres\":{\"status\":"
-                    "\"%s\"},\"redis\":{\"status\":\"%s\"}}",
-                    up ? "up" : "down", h->pg_up ? "up" : "down",
+                    "\"%s\"},", up ? "up" : "down", h->pg_up ? "up" : "down");
+
+    /*
+     * The read pool as this worker last found it; its being down does
+     * not make the module down: reads then run on the primary.
+     */
+
+    ngx_platform_pg_stats(1, &read);
+
+    if (read.configured) {
+        p = ngx_sprintf(p, "\"postgresRead\":{\"status\":\"%s\"},",
+                        read.connected ? "up" : "down");
+    }
+
+    p = ngx_sprintf(p, "\"redis\":{\"status\":\"%s\"}}",
                     h->redis_up ? "up" : "down");
 
     return ngx_platform_send_raw(r, up ? NGX_HTTP_OK
@@ -266,10 +294,11 @@ ngx_platform_health_send(ngx_http_request_t *r, ngx_platform_health_t *h)
 static ngx_int_t
 ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char              *p, *start;
-    size_t               size;
-    ngx_uint_t           f, s, m, w, n;
-    ngx_platform_shm_t  *shm;
+    u_char                 *p, *start;
+    size_t                  size;
+    ngx_uint_t              f, s, m, w, n, i;
+    ngx_platform_shm_t     *shm;
+    ngx_platform_shm_pg_t  *g;
 
     static ngx_str_t     type =
                          ngx_string("text/plain; version=0.0.4; charset=utf-8");
@@ -284,7 +313,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     size = 4096
            + NGX_PLATFORM_FAMILIES_MAX * NGX_PLATFORM_STATUSES * 96
            + NGX_PLATFORM_M_MAX * 256
-           + NGX_PLATFORM_WORKERS_MAX * 4 * 96;
+           + NGX_PLATFORM_WORKERS_MAX * 12 * 96;
 
     start = ngx_pnalloc(r->pool, size);
     if (start == NULL) {
@@ -328,31 +357,61 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     p = ngx_sprintf(p,
                     "# HELP platform_pg_connections PostgreSQL connections "
-                    "of each worker, by state.\n"
+                    "of each worker, by pool and state (idle: nothing in "
+                    "flight).\n"
                     "# TYPE platform_pg_connections gauge\n");
 
     for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
-        if (shm->workers[w].pid == 0) {
-            continue;
-        }
+        for (i = 0; shm->workers[w].pid && i < 2; i++) {
+            g = &shm->workers[w].pg[i];
 
-        p = ngx_sprintf(p, "platform_pg_connections{worker=\"%ui\","
-                           "state=\"idle\"} %uA\n"
-                           "platform_pg_connections{worker=\"%ui\","
-                           "state=\"busy\"} %uA\n",
-                        w, shm->workers[w].pg_idle,
-                        w, shm->workers[w].pg_busy);
+            if (!g->configured) {
+                continue;
+            }
+
+            p = ngx_sprintf(p, "platform_pg_connections{worker=\"%ui\","
+                               "pool=\"%s\",state=\"idle\"} %uA\n"
+                               "platform_pg_connections{worker=\"%ui\","
+                               "pool=\"%s\",state=\"busy\"} %uA\n",
+                            w, ngx_platform_pg_pool_names[i], g->idle,
+                            w, ngx_platform_pg_pool_names[i], g->busy);
+        }
     }
 
     p = ngx_sprintf(p,
-                    "# HELP platform_pg_waiting Requests waiting for a "
-                    "PostgreSQL connection, per worker.\n"
+                    "# HELP platform_pg_in_flight Statements sent on the "
+                    "PostgreSQL connections of each worker and not yet "
+                    "answered, by pool.\n"
+                    "# TYPE platform_pg_in_flight gauge\n");
+
+    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+        for (i = 0; shm->workers[w].pid && i < 2; i++) {
+            g = &shm->workers[w].pg[i];
+
+            if (g->configured) {
+                p = ngx_sprintf(p, "platform_pg_in_flight{worker=\"%ui\","
+                                   "pool=\"%s\"} %uA\n",
+                                w, ngx_platform_pg_pool_names[i],
+                                g->in_flight);
+            }
+        }
+    }
+
+    p = ngx_sprintf(p,
+                    "# HELP platform_pg_waiting Requests waiting for room "
+                    "on a PostgreSQL connection, per worker and pool.\n"
                     "# TYPE platform_pg_waiting gauge\n");
 
     for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
-        if (shm->workers[w].pid) {
-            p = ngx_sprintf(p, "platform_pg_waiting{worker=\"%ui\"} %uA\n",
-                            w, shm->workers[w].pg_waiting);
+        for (i = 0; shm->workers[w].pid && i < 2; i++) {
+            g = &shm->workers[w].pg[i];
+
+            if (g->configured) {
+                p = ngx_sprintf(p, "platform_pg_waiting{worker=\"%ui\","
+                                   "pool=\"%s\"} %uA\n",
+                                w, ngx_platform_pg_pool_names[i],
+                                g->waiting);
+            }
         }
     }
 
@@ -378,20 +437,29 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 static void
 ngx_platform_metrics_gauges(void)
 {
+    ngx_uint_t               i;
+    ngx_platform_shm_pg_t   *g;
     ngx_platform_pg_stats_t  stats;
 
     if (ngx_platform_shm == NULL || ngx_worker >= NGX_PLATFORM_WORKERS_MAX) {
         return;
     }
 
-    ngx_platform_pg_stats(&stats);
-
     ngx_platform_shm->workers[ngx_worker].pid = ngx_pid;
-    ngx_platform_shm->workers[ngx_worker].pg_idle = stats.idle;
-    ngx_platform_shm->workers[ngx_worker].pg_busy = stats.busy;
-    ngx_platform_shm->workers[ngx_worker].pg_waiting = stats.waiting;
     ngx_platform_shm->workers[ngx_worker].redis_connected =
                                                ngx_platform_redis_connected();
+
+    for (i = 0; i < 2; i++) {
+        ngx_platform_pg_stats(i, &stats);
+
+        g = &ngx_platform_shm->workers[ngx_worker].pg[i];
+
+        g->configured = stats.configured;
+        g->idle = stats.idle;
+        g->busy = stats.busy;
+        g->in_flight = stats.in_flight;
+        g->waiting = stats.waiting;
+    }
 }
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 
-# The PostgreSQL pool under stress: a client that disconnects mid-query, more
-# concurrent slow queries than connections plus waiters, a query timeout.
+# The PostgreSQL pool under stress, pipelining on: a client that disconnects
+# mid-query, more concurrent slow queries than the connections' pipelines
+# plus waiters hold, a query timeout.
 
 # platform-test: serial (time bounds)
 
@@ -16,6 +17,7 @@ my $t = Platform::Test->new(workers => 1);
 
 $t->run(<<'EOF');
     platform_pg_pool_size 2;
+    platform_pg_pipeline_depth 2;
     platform_pg_queue_size 2;
     platform_pg_queue_timeout 5s;
     platform_pg_query_timeout 4s;
@@ -69,20 +71,21 @@ for (1 .. 3) {
        'pool keeps working after the abort');
 }
 
-# more slow queries than the pool and its queue hold
+# more slow queries than the pool (two connections, two statements in flight
+# on each) and its queue hold
 
 $lock = hold_lock(2);
 
 my @h = map {
     $t->request_async('GET', $path, headers => \%a)
-} 1 .. 6;
+} 1 .. 8;
 
 my @r = map { $_->wait } @h;
 
 my @rejected = grep { $_->{status} == 503 } @r;
 my @served = grep { $_->{status} == 200 } @r;
 
-is(scalar @served, 4, 'pool size plus waiters are served');
+is(scalar @served, 6, 'pipelines plus waiters are served');
 is(scalar @rejected, 2, 'the excess is rejected');
 ok(!grep({ $_->{time} > 1 } @rejected), 'rejected at once');
 is($rejected[0]{json}{statusCode}, 503, 'rejection in Envelope B')

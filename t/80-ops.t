@@ -67,7 +67,7 @@ is(metric($r->{content},
 cmp_ok(metric($r->{content}, 'platform_pg_statements_total'), '>=', 6,
        'statements counted');
 like($r->{content},
-     qr/^platform_pg_connections\{worker="\d",state="idle"\} \d+$/m,
+     qr/^platform_pg_connections\{worker="\d",pool="primary",state="idle"\} \d+$/m,
      'pool gauges per worker');
 
 ok($t->reload($conf), 'reload');

@@ -18,6 +18,7 @@ my $t = Platform::Test->new(workers => 1, log_level => 'debug');
 
 $t->run(<<'EOF');
     platform_pg_pool_size 1;
+    platform_pg_pipeline_depth 1;
     platform_pg_connect_timeout 2345ms;
     platform_pg_query_timeout 3456ms;
     platform_pg_queue_timeout 4567ms;
@@ -38,7 +39,8 @@ my $path = '/api/v1/products/classifications';
 plan(skip_all => 'nginx is built without --with-debug')
     unless $t->error_log =~ /\[debug\]/;
 
-# a connect, statements, requests queued behind a slow one, idle timeouts
+# a connect, statements, requests queued behind a slow one (one statement
+# in flight, so that they wait for room), idle timeouts
 
 is($t->request('GET', $path)->{status}, 200, 'connected');
 

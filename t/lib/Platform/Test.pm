@@ -136,6 +136,17 @@ server closes (or C<timeout>, default 10 s). Chunks are sent with
 C<delay> seconds (default 0.05) between them. C<parse_response($raw)>
 turns the answer into the same hashref as C<request>.
 
+=item $t->burst([[$method, $path, %opts], ...], %opts)
+
+Opens one TCP connection per request, sends every request (C<headers>,
+C<body>, C<json> as for C<request>, with C<Connection: close>) before it
+reads any answer, then reads all answers at once: requests that are in the
+server at the same time, without a process each. Returns an arrayref of
+hashrefs as C<request> returns, in the order of the requests, C<time>
+counted from each one's send. Answers not complete within C<timeout>
+(default 10 s) are status 599: their connections are closed then, as a
+client that gives up does.
+
 =item $t->psql($sql)
 
 Runs psql -XAt -v ON_ERROR_STOP=1 with the SQL on the test's database;
@@ -176,7 +187,25 @@ the running workers.
 A separate PostgreSQL (copied from the pristine cluster or initdb'ed, run as
 the postgres user when root, migrated), for tests that stop and restart it.
 Returns a handle with C<stop> (C<< stop(mode => 'immediate') >> for a crash),
-C<start>, C<dsn> (database C<platform>), C<port>, C<psql($sql)>, C<log>.
+C<start>, C<dsn> (database C<platform>), C<port>, C<psql($sql)>,
+C<psql_async($sql)> (as C<< $t->psql_async >>), C<log>.
+
+=item $t->start_private_replica($primary)
+
+A streaming replica (a hot standby) of a private PostgreSQL of the test
+(C<start_private_pg>): C<pg_basebackup -R -X stream> from it (the copied
+cluster allows replication connections from 127.0.0.1 and has
+C<wal_level> C<replica>), on a port and socket directory of its own in the
+test's directory, run as the postgres user when root. Returns once it is
+in recovery and its WAL receiver streams. The handle has what the
+primary's has (C<stop>, C<start>, which waits for streaming again,
+C<dsn>, C<port>, C<psql($sql)>, read-only, C<log>), and:
+C<pause_replay> (C<pg_wal_replay_pause()>: what the primary commits
+afterwards is received but not applied, so reads on the replica see the
+rows as they were), C<resume_replay>, and C<wait_replayed([$seconds])>,
+true once the replica has replayed the primary's current WAL position
+(C<pg_current_wal_lsn()>), false after C<$seconds> (default 10).
+Needs PostgreSQL 14 or newer. Stopped before its primary at the end.
 
 =item $t->start_private_redis
 
@@ -733,6 +762,92 @@ sub raw_request {
     return $reply;
 }
 
+# the bytes of one request, for burst
+sub _request_bytes {
+    my ($self, $method, $path, %opts) = @_;
+
+    my $h = $opts{headers} // {};
+    my @pairs = ref $h eq 'ARRAY' ? @$h : %$h;
+    my $body = $opts{body};
+
+    if (exists $opts{json}) {
+        $body = $json->encode($opts{json});
+        push @pairs, 'Content-Type', 'application/json'
+            unless grep { lc $_ eq 'content-type' }
+                   @pairs[grep { $_ % 2 == 0 } 0 .. $#pairs];
+    }
+
+    my $head = "$method $path HTTP/1.1\r\nHost: localhost\r\n"
+               . "Connection: close\r\n";
+    while (my ($k, $v) = splice @pairs, 0, 2) {
+        $head .= "$k: $v\r\n";
+    }
+    $head .= 'Content-Length: ' . length($body) . "\r\n" if defined $body;
+
+    return "$head\r\n" . ($body // '');
+}
+
+sub burst {
+    my ($self, $requests, %opts) = @_;
+    my $timeout = $opts{timeout} // 10;
+
+    my @c;
+    local $SIG{PIPE} = 'IGNORE';
+
+    for my $req (@$requests) {
+        my ($method, $path, %o) = @$req;
+        my $s = IO::Socket::INET->new(
+            PeerAddr => '127.0.0.1',
+            PeerPort => $o{port} // $self->port(1),
+            Proto    => 'tcp',
+            Timeout  => $timeout,
+        ) or die "burst: connect: $!\n";
+        my $bytes = $self->_request_bytes($method, $path, %o);
+        my $start = time;
+        while (length $bytes) {
+            my $n = $s->syswrite($bytes) // last;
+            substr($bytes, 0, $n) = '';
+        }
+        push @c, { s => $s, reply => '', start => $start };
+    }
+
+    my $deadline = time + $timeout;
+    my %open = map { $_ => 1 } 0 .. $#c;
+
+    while (%open && (my $left = $deadline - time) > 0) {
+        my $rin = '';
+        vec($rin, fileno($c[$_]{s}), 1) = 1 for keys %open;
+        my $n = select(my $rout = $rin, undef, undef, $left);
+        next if $n < 0 && $!{EINTR};
+        last if $n <= 0;
+        for my $i (keys %open) {
+            next unless vec($rout, fileno($c[$i]{s}), 1);
+            my $got = $c[$i]{s}->sysread(my $buf, 65536);
+            if ($got) {
+                $c[$i]{reply} .= $buf;
+                next;
+            }
+            $c[$i]{time} = time - $c[$i]{start};
+            close $c[$i]{s};
+            delete $open{$i};
+        }
+    }
+
+    close $c[$_]{s} for keys %open;
+
+    return [ map {
+        my $c = $_;
+        if (defined $c->{time}) {
+            my $r = $self->parse_response($c->{reply});
+            $r->{time} = $c->{time};
+            $r;
+        } else {
+            _result(599, 'Timeout', {}, "burst: no answer in ${timeout}s",
+                    $timeout);
+        }
+    } @c ];
+}
+
 sub parse_response {
     my ($self, $raw) = @_;
     my ($head, $body) = split /\r\n\r\n/, $raw, 2;
@@ -790,13 +905,20 @@ sub psql_async {
     my ($self, $sql) = @_;
     my $file = sprintf('%s/psql-%d-%d.out', $self->{testdir}, $$,
                        ++$self->{async_n});
+    return _psql_spawn($file, _psql_cmd($self->{pg_host}, $self->{pg_port},
+                                        $self->{pg_user}, $self->{db}, $sql));
+}
+
+# _psql_spawn($file, @cmd): psql in a child, its output to $file; the
+# Async handle's wait returns the output
+sub _psql_spawn {
+    my ($file, @cmd) = @_;
     my $pid = fork // die "fork: $!\n";
     if ($pid == 0) {
         local $ENV{PGOPTIONS} = '-c client_min_messages=warning';
         open STDOUT, '>', $file or POSIX::_exit(1);
         open STDERR, '>', "$file.err" or POSIX::_exit(1);
-        exec(_psql_cmd($self->{pg_host}, $self->{pg_port}, $self->{pg_user},
-                       $self->{db}, $sql)) or POSIX::_exit(127);
+        exec(@cmd) or POSIX::_exit(127);
     }
     return Platform::Test::Async->new($pid, sub {
         my ($status) = @_;
@@ -819,8 +941,12 @@ SELECT pg_sleep($seconds);
 COMMIT;
 SQL
 
+    # the test databases are clones: the same table has the same oid in
+    # another file's database
     my $granted = "SELECT count(*) FROM pg_locks"
                   . " WHERE relation = '$table'::regclass"
+                  . " AND database = (SELECT oid FROM pg_database"
+                  . " WHERE datname = current_database())"
                   . " AND mode = 'AccessExclusiveLock' AND granted";
 
     $self->wait_until(sub { $self->psql($granted) > 0 }, 5)
@@ -885,6 +1011,14 @@ sub start_private_pg {
     my ($self) = @_;
     my $n = @{$self->{private}} + 1;
     my $h = Platform::Test::PG->new("$self->{testdir}/pg$n");
+    push @{$self->{private}}, $h;
+    return $h;
+}
+
+sub start_private_replica {
+    my ($self, $primary) = @_;
+    my $n = @{$self->{private}} + 1;
+    my $h = Platform::Test::Replica->new("$self->{testdir}/pg$n", $primary);
     push @{$self->{private}}, $h;
     return $h;
 }
@@ -1211,10 +1345,84 @@ sub psql {
     return $out;
 }
 
+sub psql_async {
+    my ($self, $sql) = @_;
+    my $file = sprintf('%s/psql-%d-%d.out', $self->{dir}, $$,
+                       ++$self->{async_n});
+    return Platform::Test::_psql_spawn($file, Platform::Test::_psql_cmd(
+        '127.0.0.1', $self->{port}, 'postgres', 'platform', $sql));
+}
+
 sub DESTROY {
     my ($self) = @_;
     local ($@, $!, $?);
     eval { $self->stop(mode => 'immediate') };
+}
+
+
+package Platform::Test::Replica;
+
+use Time::HiRes qw(sleep);
+
+our @ISA = ('Platform::Test::PG');
+
+sub new {
+    my ($class, $dir, $primary) = @_;
+    my $self = bless { dir => $dir, data => "$dir/data", primary => $primary,
+                       port => Platform::Test::free_port() }, $class;
+
+    mkdir $dir or die "mkdir $dir: $!\n";
+    mkdir "$dir/run";
+    if ($is_root) {
+        my (undef, undef, $uid, $gid) = getpwnam('postgres')
+            or die "no postgres user\n";
+        chown $uid, $gid, $dir, "$dir/run";
+    }
+
+    # -R: standby.signal and primary_conninfo, so that it starts streaming
+    my ($ok, $out, $err) = Platform::Test::_capture(
+        Platform::Test::_as_pg_user(Platform::Test::_pg_bin('pg_basebackup'),
+            '-h', '127.0.0.1', '-p', $primary->port, '-U', 'postgres',
+            '-D', $self->{data}, '-R', '-X', 'stream', '--no-sync',
+            '--checkpoint=fast'));
+    die "pg_basebackup: $err$out\n" unless $ok;
+
+    return $self->start;
+}
+
+sub start {
+    my ($self) = @_;
+    $self->SUPER::start;
+    Platform::Test::_wait(sub {
+        my ($ok, $out) = $self->_psql('platform',
+            'SELECT pg_is_in_recovery() AND EXISTS (SELECT 1'
+            . " FROM pg_stat_wal_receiver WHERE status = 'streaming')");
+        $ok && $out =~ /^t/;
+    }, 15) or die "replica on port $self->{port} does not stream:\n"
+                  . Platform::Test::_tail($self->log, 10) . "\n";
+    return $self;
+}
+
+sub pause_replay {
+    my ($self) = @_;
+    $self->psql('SELECT pg_wal_replay_pause()');
+    return $self;
+}
+
+sub resume_replay {
+    my ($self) = @_;
+    $self->psql('SELECT pg_wal_replay_resume()');
+    return $self;
+}
+
+sub wait_replayed {
+    my ($self, $seconds) = @_;
+    my $lsn = $self->{primary}->psql('SELECT pg_current_wal_lsn()');
+    return Platform::Test::_wait(sub {
+        my ($ok, $out) = $self->_psql('platform',
+            "SELECT pg_last_wal_replay_lsn() >= '$lsn'::pg_lsn");
+        $ok && $out =~ /^t/;
+    }, $seconds // 10);
 }
 
 
