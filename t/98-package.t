@@ -320,7 +320,7 @@ $t->stop;
 ok($ok, "apt-get remove $pkg") or diag($out);
 ok(!-e $so, 'the module file is gone');
 ok(!-e $available, "$available is gone");
-ok(!-e $enabled, "$enabled is gone");
+ok(!-l $enabled && !-e $enabled, "$enabled is gone");
 ok(!-e "$share/scripts/migrate", "$share is gone");
 
 ($ok, $out) = cmd($nginx, '-t', '-q');
