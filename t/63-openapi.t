@@ -73,6 +73,11 @@ $t->run(<<"EOF");
     }
 EOF
 
+my $conf = $t->check_config;
+ok($conf->{ok}, 'nginx -t');
+unlike($conf->{output}, qr/\[(?:warn|emerg|alert)\]/, 'nginx -t: no warning')
+    or diag($conf->{output});
+
 ### the document over HTTP
 
 my $r = $t->request('GET', '/openapi.json');
