@@ -37,8 +37,8 @@ typedef struct {
 /*
  * What the document says of one endpoint beyond its tables: the schema
  * of its success document's data (JSON text; bare: the whole body), an
- * example on the demo data ({"path", "query", "body"}), and the answers
- * of its code.
+ * example on the demo data ({"path", "query", "headers", "body"}), the
+ * answers of its code, and its success message when code answers it.
  */
 typedef struct {
     ngx_uint_t                        method;
@@ -47,6 +47,7 @@ typedef struct {
     const char                       *example;
     ngx_platform_openapi_answer_t    *answers;
     unsigned                          bare:1;
+    const char                       *ok;
 } ngx_platform_openapi_doc_t;
 
 
@@ -402,17 +403,18 @@ static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
     { NGX_HTTP_GET, "/validate-otp/{string:otpCode}",
       "{\"type\":\"object\"}",
       "{\"path\":{\"otpCode\":\"123456\"}}",
-      ngx_platform_openapi_otp_answers, 0 },
+      ngx_platform_openapi_otp_answers, 0, "OTP code validated" },
 
     { NGX_HTTP_GET, "/api/v1/products/classifications",
       ngx_platform_openapi_schema("Classifications"), NULL,
-      ngx_platform_openapi_products_answers, 1 },
+      ngx_platform_openapi_products_answers, 1,
+      "Product classifications, with Cache-Control and ETag." },
 
     { NGX_HTTP_GET, "/tms/delivery-orders/{uuid:deliveryOrderUuid}",
       ngx_platform_openapi_schema("DeliveryOrder"),
       "{\"path\":{\"deliveryOrderUuid\":"
       "\"a1000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
       ngx_platform_openapi_schema("Vehicle"),
@@ -420,12 +422,12 @@ static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
       "\"body\":{\"colour\":\"blue\",\"year\":\"2021\","
       "\"capacity\":\"1450.5\",\"assignDriver\":true,"
       "\"driverUserId\":\"user-demo-driver-5\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_GET, "/tms/drivers/available",
       ngx_platform_openapi_list("AvailableDriver"),
       "{\"query\":{\"vehicleType\":\"VAN\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_PATCH,
       "/tms/delivery-orders/{uuid:deliveryOrderUuid}/assign/"
@@ -435,52 +437,52 @@ static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
       "\"a1000000-0000-4000-8000-000000000001\","
       "\"driverId\":\"d1000000-0000-4000-8000-000000000005\"},"
       "\"query\":{\"shippingFee\":2500}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
       ngx_platform_openapi_schema("PersonAccount"),
       "{\"path\":{\"id\":\"b1000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
       ngx_platform_openapi_schema("PersonDocument"),
       "{\"body\":{\"documentId\":\"71000000-0000-4000-8000-000000000002\","
       "\"personId\":\"c1000000-0000-4000-8000-000000000001\","
       "\"fileName\":\"bill.txt\",\"base64\":\"SGVsbG8sIHdvcmxkIQ==\"}}",
-      ngx_platform_openapi_document_answers, 0 },
+      ngx_platform_openapi_document_answers, 0, NULL },
 
     { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
       "{\"type\":\"string\",\"format\":\"uuid\"}",
       "{\"path\":{\"id\":\"71000000-0000-4000-8000-000000000003\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_GET, "/api/v{version}/BankTransfers/all-account",
       ngx_platform_openapi_list("BankTransfer"),
       "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_POST, "/api/v{version}/BankTransfers/all-account",
       ngx_platform_openapi_list("BankTransfer"),
       "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_DELETE, "/api/v{version}/InvoiceSetting/DeleteInvoiceTax",
       NULL,
       "{\"query\":{\"TaxSettingId\":"
       "\"f1000000-0000-4000-8000-000000000003\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_PUT, "/api/v{version}/Counterparties/accounts",
       ngx_platform_openapi_schema("CounterpartyAccount"),
       "{\"body\":{\"id\":\"82000000-0000-4000-8000-000000000001\","
       "\"bankName\":\"GTBank\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_POST, "/api/v{version}/Counterparties/groups",
       ngx_platform_openapi_schema("CounterpartyGroup"),
       "{\"body\":{\"name\":\"Cocoa buyers\",\"members\":[{\"counterpartyId\":"
       "\"81000000-0000-4000-8000-000000000004\"}]}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/assign-sampler",
       ngx_platform_openapi_schema("TaskSamplerAssigned"),
@@ -489,7 +491,7 @@ static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
       "\"body\":{\"samplerId\":\"51000000-0000-4000-8000-000000000002\","
       "\"priority\":\"HIGH\",\"dueDate\":\"2099-12-01\","
       "\"pickupAddress\":\"12 Ikorodu Road, Mile 12, Lagos\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
       ngx_platform_openapi_schema("TaskStatusUpdated"),
@@ -497,53 +499,56 @@ static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
       "\"headers\":{\"userId\":\"sampler-user-1\"},"
       "\"body\":{\"status\":\"ACCEPTED\",\"samplerOrLaboratoryId\":"
       "\"51000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_GET, "/api/v1/trades/process-flows",
       ngx_platform_openapi_list("TradeFlow"),
       "{\"query\":{\"name\":\"export\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_POST, "/api/v1/webhooks/public/{string:source}/events",
       ngx_platform_openapi_schema("WebhookReceipt"),
       "{\"path\":{\"source\":\"source-a\"},"
       "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
-      ngx_platform_openapi_source_answers, 0 },
+      ngx_platform_openapi_source_answers, 0,
+      "Event received." },
 
     { NGX_HTTP_POST, "/api/webhooks/public/{string:source}/events",
       ngx_platform_openapi_schema("WebhookReceipt"),
       "{\"path\":{\"source\":\"source-b\"},"
       "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
-      ngx_platform_openapi_source_answers, 0 },
+      ngx_platform_openapi_source_answers, 0,
+      "Event received." },
 
     { NGX_HTTP_POST, "/webhooks/{string:paymentmethod}",
       ngx_platform_openapi_schema("WebhookReceipt"),
       "{\"path\":{\"paymentmethod\":\"card\"},"
       "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",
-      ngx_platform_openapi_payment_answers, 0 },
+      ngx_platform_openapi_payment_answers, 0,
+      "Event received." },
 
     { NGX_HTTP_PATCH, "/sales/transactions",
       ngx_platform_openapi_schema("SaleAnswer"),
       "{\"body\":{\"saleId\":\"aa100000-0000-4000-8000-000000000001\","
       "\"transactionReference\":\"PAY-DEMO-1\",\"amount\":2500.5,"
       "\"paymentMethod\":\"TRANSFER\"}}",
-      NULL, 0 },
+      NULL, 0, NULL },
 
     { NGX_HTTP_POST,
       "/api/v{version}/Identity/verification/business-credit-bureau",
       ngx_platform_openapi_schema("BusinessVerification"),
       "{\"body\":{\"rc_number\":\"RC100001\","
       "\"customer_name\":\"Demo Foods Limited\"}}",
-      ngx_platform_openapi_identity_answers, 0 },
+      ngx_platform_openapi_identity_answers, 0, NULL },
 
-    { 0, NULL, NULL, NULL, NULL, 0 }
+    { 0, NULL, NULL, NULL, NULL, 0, NULL }
 };
 
 
 static ngx_int_t
 ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char     *body, *p;
+    u_char     *body, *p, c;
     char       *text;
     size_t      len;
     json_t     *doc;
@@ -594,9 +599,10 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         host = r->headers_in.host->value;
 
         for (i = 0; i < host.len; i++) {
-            if (!(ngx_platform_openapi_alnum(host.data[i]) || host.data[i] == '.'
-                  || host.data[i] == '-' || host.data[i] == ':'
-                  || host.data[i] == '[' || host.data[i] == ']'))
+            c = host.data[i];
+
+            if (!(ngx_platform_openapi_alnum(c) || c == '.' || c == '-'
+                  || c == ':' || c == '[' || c == ']'))
             {
                 ngx_str_null(&host);
                 break;
@@ -877,6 +883,9 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
 
     if (ep->sql && ep->sql->ok) {
         json_object_set_new(op, "summary", json_string(ep->sql->ok));
+
+    } else if (doc && doc->ok) {
+        json_object_set_new(op, "summary", json_string(doc->ok));
     }
 
     /* the tenancy headers, as the core requires them */
@@ -1049,8 +1058,14 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
             }
 
             sep = (p == text) ? "" : "; ";
-            p = ngx_slprintf(p, last, "%s%s (%s)", sep, err->message,
-                             err->detail);
+
+            if (ngx_strcmp(err->message, err->detail) == 0) {
+                p = ngx_slprintf(p, last, "%s%s", sep, err->message);
+
+            } else {
+                p = ngx_slprintf(p, last, "%s%s (%s)", sep, err->message,
+                                 err->detail);
+            }
 
             ngx_snprintf(name, sizeof(name), "e%ui%Z", ++n);
 
@@ -1352,8 +1367,8 @@ ngx_platform_openapi_field(ngx_platform_field_t *f, ngx_uint_t query)
     case NGX_PLATFORM_T_IBAN:
         type = "string";
         desc = "An IBAN (ISO 13616) in electronic format, or \"\": none.";
-        json_object_set_new(s, "pattern",
-                            json_string("^([A-Z]{2}[0-9]{2}[A-Z0-9]{11,30})?$"));
+        json_object_set_new(s, "pattern", json_string(
+                            "^([A-Z]{2}[0-9]{2}[A-Z0-9]{11,30})?$"));
         break;
 
     case NGX_PLATFORM_T_BIC:
@@ -1533,7 +1548,8 @@ ngx_platform_openapi_success(ngx_platform_family_t *family,
         return NULL;
     }
 
-    message = (ep->sql && ep->sql->ok) ? ep->sql->ok : NULL;
+    message = (ep->sql && ep->sql->ok) ? ep->sql->ok
+                                       : (doc ? doc->ok : NULL);
 
     if ((doc && doc->bare)
         || family->envelope == NGX_PLATFORM_ENVELOPE_SALES
