@@ -651,12 +651,13 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 static json_t *
 ngx_platform_openapi_build(ngx_log_t *log)
 {
-    json_t                   *doc, *paths, *names, *components, *schemas;
-    json_t                   *v;
-    ngx_uint_t                f;
-    json_error_t              error;
-    ngx_platform_family_t    *family;
-    ngx_platform_endpoint_t  *ep;
+    json_t                      *doc, *paths, *names, *components, *schemas;
+    json_t                      *v;
+    ngx_uint_t                   f;
+    json_error_t                 error;
+    ngx_platform_family_t       *family;
+    ngx_platform_endpoint_t     *ep;
+    ngx_platform_openapi_doc_t  *d;
 
     schemas = json_loads(ngx_platform_openapi_schemas, 0, &error);
     if (schemas == NULL) {
@@ -713,6 +714,25 @@ ngx_platform_openapi_build(ngx_log_t *log)
                 goto failed;
             }
         }
+    }
+
+    /* what is written here of an endpoint no table has any more */
+
+    for (d = ngx_platform_openapi_docs; d->pattern; d++) {
+        for (f = 0; ngx_platform_families[f]; f++) {
+            for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++)
+            {
+                if (ngx_platform_openapi_doc(ep) == d) {
+                    goto found;
+                }
+            }
+        }
+
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "openapi: no endpoint \"%s\" for its description",
+                      d->pattern);
+    found:
+        continue;
     }
 
     json_object_set_new(components, "schemas", schemas);
