@@ -94,6 +94,10 @@ static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 /* nginx's own log handler of requests, the same for all of them */
 static ngx_http_log_handler_pt           ngx_platform_http_log_handler;
 
+/* the state of the request ids' generator, and whose it is */
+static uint64_t                          ngx_platform_rid[2];
+static ngx_pid_t                         ngx_platform_rid_pid;
+
 
 ngx_int_t
 ngx_platform_handler(ngx_http_request_t *r)
@@ -264,9 +268,10 @@ ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     u_char           *p;
     size_t            i;
-    uint32_t          rnd;
+    uint64_t          x, y;
     ngx_uint_t        n;
     ngx_table_elt_t  *h;
+    static u_char     hex[] = "0123456789abcdef";
 
     h = ngx_platform_header(r, "X-Request-Id");
 
@@ -298,10 +303,36 @@ ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     ctx->request_id.data = p;
     ctx->request_id.len = 32;
 
-    for (n = 0; n < 4; n++) {
-        rnd = (uint32_t) ngx_random();
-        rnd ^= (uint32_t) (r->connection->number << 16) ^ (uint32_t) n;
-        p = ngx_sprintf(p, "%08xD", rnd);
+    /*
+     * xorshift128+, seeded from random() once per process: an id must not
+     * repeat, it need not be secret, and random() takes a lock per call
+     */
+
+    if (ngx_platform_rid_pid != ngx_pid) {
+        ngx_platform_rid_pid = ngx_pid;
+
+        ngx_platform_rid[0] = ((uint64_t) ngx_random() << 33)
+                              ^ ((uint64_t) ngx_random() << 11)
+                              ^ (uint64_t) ngx_pid;
+        ngx_platform_rid[1] = (((uint64_t) ngx_random() << 33)
+                               ^ ((uint64_t) ngx_random() << 11)
+                               ^ (uint64_t) ngx_time())
+                              | 1;
+    }
+
+    for (n = 0; n < 2; n++) {
+        x = ngx_platform_rid[0];
+        y = ngx_platform_rid[1];
+
+        ngx_platform_rid[0] = y;
+        x ^= x << 23;
+        ngx_platform_rid[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+
+        x = ngx_platform_rid[1] + y;
+
+        for (i = 0; i < 16; i++) {
+            *p++ = hex[(x >> (60 - 4 * i)) & 0xf];
+        }
     }
 }
 

@@ -245,8 +245,26 @@ ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
         break;
 
     default: /* NGX_PLATFORM_ENVELOPE_B, also the errors of bare families */
-        p = ngx_sprintf(p, "{\"status\":%s,\"statusCode\":%ui,\"message\":",
-                        ok ? "true" : "false", ok ? 0 : status);
+        if (ok) {
+            p = ngx_platform_json_literal(p,
+                    "{\"status\":true,\"statusCode\":0,\"message\":");
+
+        } else {
+            p = ngx_platform_json_literal(p,
+                    "{\"status\":false,\"statusCode\":");
+
+            if (status >= 100 && status <= 999) {
+                *p++ = (u_char) ('0' + status / 100);
+                *p++ = (u_char) ('0' + status / 10 % 10);
+                *p++ = (u_char) ('0' + status % 10);
+
+            } else {
+                p = ngx_sprintf(p, "%ui", status);
+            }
+
+            p = ngx_platform_json_literal(p, ",\"message\":");
+        }
+
         p = ngx_platform_json_escape(p, (u_char *) message, mlen);
         p = ngx_platform_json_literal(p, ",\"data\":");
         p = json.len ? ngx_cpymem(p, json.data, json.len)

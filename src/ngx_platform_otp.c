@@ -26,6 +26,7 @@
 
 static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static u_char *ngx_platform_otp_number(u_char *p, uint64_t n);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
 static ngx_int_t ngx_platform_otp_client(ngx_http_request_t *r,
     ngx_str_t *client);
@@ -48,7 +49,8 @@ static ngx_int_t ngx_platform_otp_locked(ngx_http_request_t *r,
  * KEYS[1] code key, KEYS[2] client attempts key, KEYS[3] tenant attempts key
  * ARGV[1] max attempts, ARGV[2] window (s), ARGV[3] "1" if well-formed,
  * ARGV[4] tenant max attempts ("0": no ceiling), ARGV[5] tenant window (s)
- * returns {status, retry-after seconds}
+ * returns the status (200, 400, 404), or for 429 the seconds to wait,
+ * negated: one integer, the cheapest reply to parse
  */
 
 static ngx_platform_redis_script_t  ngx_platform_otp_script = {
@@ -76,19 +78,19 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
     "  t = math.max(t, wait(KEYS[3], tmax, tonumber(ARGV[5])))\n"
     "end\n"
     "if t > 0 then\n"
-    "  return {429, t}\n"
+    "  return -t\n"
     "end\n"
     "if ARGV[3] == '1' and redis.call('DEL', KEYS[1]) == 1 then\n"
-    "  return {200, 0}\n"
+    "  return 200\n"
     "end\n"
     "fail(KEYS[2], ARGV[2])\n"
     "if tmax > 0 then\n"
     "  fail(KEYS[3], ARGV[5])\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
-    "  return {404, 0}\n"
+    "  return 404\n"
     "end\n"
-    "return {400, 0}\n",
+    "return 400\n",
     ""
 };
 
@@ -149,23 +151,29 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* both keys in one allocation */
+
     otp_key.len = sizeof("otp:::") - 1 + tenant.len + country.len + code.len;
-    otp_key.data = ngx_pnalloc(r->pool, otp_key.len);
+    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + client.len;
+
+    otp_key.data = ngx_pnalloc(r->pool, otp_key.len + attempts_key.len);
     if (otp_key.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_sprintf(otp_key.data, "otp:%V:%V:%V", &tenant, &country, &code);
-    otp_key.len = p - otp_key.data;
+    p = ngx_cpymem(otp_key.data, "otp:", sizeof("otp:") - 1);
+    p = ngx_cpymem(p, tenant.data, tenant.len);
+    *p++ = ':';
+    p = ngx_cpymem(p, country.data, country.len);
+    *p++ = ':';
+    p = ngx_cpymem(p, code.data, code.len);
 
-    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + client.len;
-    attempts_key.data = ngx_pnalloc(r->pool, attempts_key.len);
-    if (attempts_key.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    attempts_key.data = p;
 
-    p = ngx_sprintf(attempts_key.data, "otp:attempts:%V:%V", &tenant, &client);
-    attempts_key.len = p - attempts_key.data;
+    p = ngx_cpymem(p, "otp:attempts:", sizeof("otp:attempts:") - 1);
+    p = ngx_cpymem(p, tenant.data, tenant.len);
+    *p++ = ':';
+    ngx_memcpy(p, client.data, client.len);
 
     /*
      * Three parts, where a client key has four: a tenant id has no colon
@@ -183,25 +191,44 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     argvlen[2] = tenant_key.len;
 
     argv[3] = (const char *) max;
-    argvlen[3] = ngx_sprintf(max, "%ui", plcf->otp_max_attempts) - max;
+    argvlen[3] = ngx_platform_otp_number(max, plcf->otp_max_attempts) - max;
 
     argv[4] = (const char *) window;
-    argvlen[4] = ngx_sprintf(window, "%T", plcf->otp_attempts_window)
+    argvlen[4] = ngx_platform_otp_number(window, plcf->otp_attempts_window)
                  - window;
 
     argv[5] = valid ? "1" : "0";
     argvlen[5] = 1;
 
     argv[6] = (const char *) tmax;
-    argvlen[6] = ngx_sprintf(tmax, "%ui", plcf->otp_tenant_attempts) - tmax;
+    argvlen[6] = ngx_platform_otp_number(tmax, plcf->otp_tenant_attempts)
+                 - tmax;
 
     argv[7] = (const char *) twindow;
-    argvlen[7] = ngx_sprintf(twindow, "%T", plcf->otp_tenant_window)
+    argvlen[7] = ngx_platform_otp_number(twindow, plcf->otp_tenant_window)
                  - twindow;
 
     /* the arguments are copied: the stack buffers may go */
     return ngx_platform_eval(r, &ngx_platform_otp_script, 3, 8, argv, argvlen,
                              ngx_platform_otp_done);
+}
+
+
+/* a limit in decimal, without ngx_sprintf()'s format parsing */
+
+static u_char *
+ngx_platform_otp_number(u_char *p, uint64_t n)
+{
+    u_char  *d, digits[NGX_INT64_LEN];
+
+    d = digits + NGX_INT64_LEN;
+
+    do {
+        *--d = (u_char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+
+    return ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
 }
 
 
@@ -229,6 +256,12 @@ ngx_platform_otp_client(ngx_http_request_t *r, ngx_str_t *client)
     switch (c->sockaddr->sa_family) {
 
     case AF_INET:
+        if (c->addr_text.len) {
+            /* the address as text, set on accept and by realip alike */
+            *client = c->addr_text;
+            return NGX_OK;
+        }
+
         sin = (struct sockaddr_in *) c->sockaddr;
         p = (u_char *) &sin->sin_addr;
         break;
@@ -316,25 +349,24 @@ ngx_platform_otp_done(void *data, redisReply *reply, ngx_int_t rc)
 static ngx_int_t
 ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
 {
-    long long  status, ttl;
+    long long  status;
 
     if (reply->type == REDIS_REPLY_ERROR) {
         return ngx_platform_redis_outcome(r, reply);
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY
-        || reply->elements != 2
-        || reply->element[0]->type != REDIS_REPLY_INTEGER
-        || reply->element[1]->type != REDIS_REPLY_INTEGER)
-    {
+    if (reply->type != REDIS_REPLY_INTEGER) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "otp: unexpected redis reply of type %d",
                       reply->type);
         goto failed;
     }
 
-    status = reply->element[0]->integer;
-    ttl = reply->element[1]->integer;
+    status = reply->integer;
+
+    if (status < 0) {
+        return ngx_platform_otp_locked(r, -status);
+    }
 
     switch (status) {
 
@@ -351,9 +383,6 @@ ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
         return ngx_platform_send_error(r, NGX_HTTP_NOT_FOUND,
                    "OTP Code not found.",
                    "The OTP code was not found.");
-
-    case 429:
-        return ngx_platform_otp_locked(r, ttl);
     }
 
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,

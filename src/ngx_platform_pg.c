@@ -63,6 +63,7 @@ typedef struct {
     ngx_msec_t                   start;      /* of the connect */
 
     ngx_event_t                  timer;      /* connect, statement, idle */
+    ngx_event_t                  flush;      /* posted after sends */
 
     ngx_uint_t                   nprepared;
     ngx_platform_pg_stmt_t      *prepared[NGX_PLATFORM_PG_MAX_PREPARED];
@@ -180,6 +181,7 @@ static void ngx_platform_pg_send(ngx_platform_pg_conn_t *pc,
 static ngx_int_t ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_flush(ngx_platform_pg_conn_t *pc);
+static void ngx_platform_pg_flush_handler(ngx_event_t *ev);
 static void ngx_platform_pg_read_handler(ngx_event_t *ev);
 static void ngx_platform_pg_write_handler(ngx_event_t *ev);
 static void ngx_platform_pg_timer_handler(ngx_event_t *ev);
@@ -865,6 +867,10 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     pc->timer.data = &ngx_platform_pg_timer_conn;
     pc->timer.log = pool->log;
 
+    pc->flush.handler = ngx_platform_pg_flush_handler;
+    pc->flush.data = &ngx_platform_pg_timer_conn;
+    pc->flush.log = pool->log;
+
     /* libpq: consider the first state PGRES_POLLING_WRITING */
 
     if (ngx_platform_pg_wrap_socket(pc, 1) != NGX_OK) {
@@ -1246,7 +1252,31 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         return NGX_ERROR;
     }
 
-    return ngx_platform_pg_flush(pc);
+    /*
+     * The statements sent during one pass of the event loop leave
+     * together, in one write, when the loop runs its posted events.
+     */
+
+    if (!pc->flush.posted) {
+        ngx_post_event(&pc->flush, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_platform_pg_flush_handler(ngx_event_t *ev)
+{
+    ngx_platform_pg_conn_t  *pc;
+
+    pc = (ngx_platform_pg_conn_t *)
+             ((u_char *) ev - offsetof(ngx_platform_pg_conn_t, flush));
+
+    if (pc->broken || ngx_platform_pg_flush(pc) != NGX_OK) {
+        ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
+                             PQerrorMessage(pc->conn));
+    }
 }
 
 
@@ -1746,6 +1776,10 @@ ngx_platform_pg_close(ngx_platform_pg_conn_t *pc)
 
     if (pc->timer.timer_set) {
         ngx_del_timer(&pc->timer);
+    }
+
+    if (pc->flush.posted) {
+        ngx_delete_posted_event(&pc->flush);
     }
 
     ngx_platform_pg_unwrap_socket(pc);

@@ -1,8 +1,8 @@
 
 /*
  * ngx_platform: Redis on the nginx event loop. One multiplexed hiredis
- * async connection per worker, reconnected with backoff; per-command
- * deadlines are nginx timers because hiredis 0.14 has none.
+ * async connection per worker, reconnected with backoff; command
+ * deadlines are kept here because hiredis 0.14 has none.
  */
 
 
@@ -26,15 +26,19 @@ typedef struct {
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
     redisAsyncContext              *ac;
-    ngx_event_t                     timer;
+    ngx_platform_redis_t           *rd;
+    ngx_queue_t                     queue;     /* in rd->cmds if attached */
     ngx_msec_t                      sent;
 
-    /* EVALSHA: a private copy of the arguments for the EVAL retry */
+    /*
+     * EVALSHA: the command as sent, for the EVAL retry; tail is where
+     * the arguments after the sha1 start
+     */
     ngx_platform_redis_script_t    *script;
+    u_char                         *buf;
+    size_t                          len;
+    size_t                          tail;
     int                             argc;
-    const char                    **argv;
-    size_t                         *argvlen;
-    u_char                          nkeys[NGX_INT_T_LEN];
     unsigned                        attached:1;
     unsigned                        retried:1;
 } ngx_platform_redis_cmd_t;
@@ -64,12 +68,24 @@ struct ngx_platform_redis_s {
 
     ngx_event_t                     connect_timer;
     ngx_event_t                     reconnect_timer;
+
+    /*
+     * The commands waiting for their reply, oldest first, and one timer
+     * for the oldest's deadline rather than one per command: they are
+     * sent and answered in order on the one connection.
+     */
+    ngx_queue_t                     cmds;
+    ngx_event_t                     cmd_timer;
+
+    /* the commands of one pass of the event loop, written together */
+    ngx_event_t                     flush;
     ngx_msec_t                      backoff;
     ngx_msec_t                      last_reply;
     ngx_uint_t                      setup_pending;
 
     unsigned                        ready:1;
     unsigned                        exiting:1;
+    unsigned                        flushing:1;
 };
 
 
@@ -101,15 +117,25 @@ static void ngx_platform_redis_del_write(void *data);
 static void ngx_platform_redis_cleanup(void *data);
 static void ngx_platform_redis_read_handler(ngx_event_t *ev);
 static void ngx_platform_redis_write_handler(ngx_event_t *ev);
+static void ngx_platform_redis_flush_handler(ngx_event_t *ev);
+static size_t ngx_platform_redis_format_len(int argc,
+    const size_t *argvlen);
+static u_char *ngx_platform_redis_format(u_char *p, int argc,
+    const char **argv, const size_t *argvlen);
+static u_char *ngx_platform_redis_format_args(u_char *p, int argc,
+    const char **argv, const size_t *argvlen);
 
 static ngx_uint_t ngx_platform_redis_usable(ngx_platform_redis_t *rd);
 static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool,
-    ngx_platform_redis_cmd_t *cmd, int argc, const char **argv,
-    const size_t *argvlen);
+    ngx_platform_redis_cmd_t *cmd, u_char *buf, size_t len);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
     void *privdata);
+static ngx_int_t ngx_platform_redis_eval_source(redisAsyncContext *ac,
+    ngx_platform_redis_cmd_t *cmd);
 static ngx_uint_t ngx_platform_redis_readonly(redisReply *reply);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
+static void ngx_platform_redis_expire(ngx_platform_redis_t *rd,
+    ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_cmd_cleanup(void *data);
 static void ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_script_sha1(
@@ -155,6 +181,20 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
     rd->reconnect_timer.log = cycle->log;
     rd->reconnect_timer.cancelable = 1;
 
+    /*
+     * Not cancelable: like an upstream read timeout, it keeps a worker
+     * that shuts down gracefully alive until its callers are answered.
+     */
+    ngx_queue_init(&rd->cmds);
+
+    rd->cmd_timer.handler = ngx_platform_redis_cmd_timeout;
+    rd->cmd_timer.data = &rd->dummy;
+    rd->cmd_timer.log = cycle->log;
+
+    rd->flush.handler = ngx_platform_redis_flush_handler;
+    rd->flush.data = &rd->dummy;
+    rd->flush.log = cycle->log;
+
     pmcf->redis = rd;
     ngx_platform_redis = rd;
 
@@ -187,6 +227,10 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         ngx_del_timer(&rd->reconnect_timer);
     }
 
+    if (rd->flush.posted) {
+        ngx_delete_posted_event(&rd->flush);
+    }
+
     if (rd->resolving) {
         ngx_resolve_name_done(rd->resolving);
         rd->resolving = NULL;
@@ -198,6 +242,11 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
     if (ac) {
         /* pending commands are called back with NULL and only freed */
         redisAsyncFree(ac);
+    }
+
+    /* none is left: each was called back and detached */
+    if (rd->cmd_timer.timer_set) {
+        ngx_del_timer(&rd->cmd_timer);
     }
 
     ngx_platform_redis = NULL;
@@ -803,12 +852,35 @@ ngx_platform_redis_del_read(void *data)
 }
 
 
+/*
+ * Once connected, a command does not register for write readiness: the
+ * commands queued during one pass of the event loop are written together
+ * at its end, from a posted event, in one write. Only a write that left
+ * some behind (or the connect) waits for the socket.
+ */
+
 static void
 ngx_platform_redis_add_write(void *data)
 {
     ngx_connection_t  *c = data;
 
+    redisAsyncContext     *ac;
+    ngx_platform_redis_t  *rd;
+
     if (c == NULL || c->write->active) {
+        return;
+    }
+
+    ac = c->data;
+    rd = ac->data;
+
+    if (rd != NULL && rd->ac == ac && !rd->flushing
+        && (ac->c.flags & REDIS_CONNECTED))
+    {
+        if (!rd->flush.posted) {
+            ngx_post_event(&rd->flush, &ngx_posted_events);
+        }
+
         return;
     }
 
@@ -850,7 +922,8 @@ ngx_platform_redis_cleanup(void *data)
 {
     ngx_connection_t  *c = data;
 
-    redisAsyncContext  *ac;
+    redisAsyncContext     *ac;
+    ngx_platform_redis_t  *rd;
 
     if (c == NULL) {
         return;
@@ -879,6 +952,12 @@ ngx_platform_redis_cleanup(void *data)
     /* whatever ngx_del_conn() did, nothing may fire on a freed c */
     c->read->active = 0;
     c->write->active = 0;
+
+    rd = ac->data;
+
+    if (rd != NULL && rd->ac == ac && rd->flush.posted) {
+        ngx_delete_posted_event(&rd->flush);
+    }
 
     ngx_close_connection(c);
 
@@ -909,6 +988,29 @@ ngx_platform_redis_write_handler(ngx_event_t *ev)
 }
 
 
+static void
+ngx_platform_redis_flush_handler(ngx_event_t *ev)
+{
+    ngx_connection_t      *c;
+    ngx_platform_redis_t  *rd;
+
+    c = ev->data;
+    rd = c->data;
+
+    if (rd->ac == NULL) {
+        return;
+    }
+
+    /* a write that leaves some behind registers for the socket */
+    rd->flushing = 1;
+
+    /* may free the context */
+    redisAsyncHandleWrite(rd->ac);
+
+    rd->flushing = 0;
+}
+
+
 /* commands */
 
 ngx_int_t
@@ -916,6 +1018,8 @@ ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_redis_handler_pt handler, void *data, int argc,
     const char **argv, const size_t *argvlen)
 {
+    u_char                    *p;
+    size_t                     len;
     ngx_platform_redis_cmd_t  *cmd;
 
     if (!ngx_platform_redis_usable(ngx_platform_redis)) {
@@ -923,17 +1027,25 @@ ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
-    cmd = ngx_calloc(sizeof(ngx_platform_redis_cmd_t), log);
+    len = ngx_platform_redis_format_len(argc, argvlen);
+
+    /* the command is written after cmd, in the same allocation */
+    cmd = ngx_alloc(sizeof(ngx_platform_redis_cmd_t) + len, log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
+
+    ngx_memzero(cmd, sizeof(ngx_platform_redis_cmd_t));
 
     cmd->handler = handler;
     cmd->data = data;
     cmd->log = log;
 
-    /* hiredis copies the arguments into its buffer at once */
-    return ngx_platform_redis_submit(pool, cmd, argc, argv, argvlen);
+    p = (u_char *) (cmd + 1);
+    len = ngx_platform_redis_format(p, argc, argv, argvlen) - p;
+
+    /* hiredis copies the command into its buffer at once */
+    return ngx_platform_redis_submit(pool, cmd, p, len);
 }
 
 
@@ -943,9 +1055,9 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     const char **argv, const size_t *argvlen,
     ngx_platform_redis_handler_pt handler, void *data)
 {
-    int                        i, n;
-    size_t                     size;
-    u_char                    *p;
+    u_char                    *p, *n;
+    size_t                     len;
+    u_char                     nk[NGX_INT_T_LEN];
     ngx_platform_redis_cmd_t  *cmd;
 
     if (!ngx_platform_redis_usable(ngx_platform_redis)) {
@@ -958,46 +1070,105 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     }
 
     /* EVALSHA sha1 nkeys keys... args... */
-    n = argc + 3;
 
-    size = sizeof(ngx_platform_redis_cmd_t)
-           + n * (sizeof(char *) + sizeof(size_t));
-
-    for (i = 0; i < argc; i++) {
-        size += argvlen[i];
-    }
+    len = sizeof("*\r\n$7\r\nEVALSHA\r\n$40\r\n\r\n$\r\n\r\n") - 1
+          + 40 + 3 * NGX_INT_T_LEN
+          + ngx_platform_redis_format_len(argc, argvlen);
 
     /* kept past the caller: the NOSCRIPT retry may come after it */
-    cmd = ngx_calloc(size, log);
+    cmd = ngx_alloc(sizeof(ngx_platform_redis_cmd_t) + len, log);
     if (cmd == NULL) {
         return NGX_ERROR;
     }
+
+    ngx_memzero(cmd, sizeof(ngx_platform_redis_cmd_t));
 
     cmd->handler = handler;
     cmd->data = data;
     cmd->log = log;
     cmd->script = script;
-    cmd->argc = n;
-    cmd->argv = (const char **) (cmd + 1);
-    cmd->argvlen = (size_t *) (cmd->argv + n);
+    cmd->argc = argc + 3;
+    cmd->buf = (u_char *) (cmd + 1);
 
-    cmd->argv[0] = "EVALSHA";
-    cmd->argvlen[0] = 7;
-    cmd->argv[1] = script->sha1;
-    cmd->argvlen[1] = 40;
-    cmd->argv[2] = (const char *) cmd->nkeys;
-    cmd->argvlen[2] = ngx_sprintf(cmd->nkeys, "%d", nkeys) - cmd->nkeys;
+    p = ngx_sprintf(cmd->buf, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n",
+                    cmd->argc);
+    p = ngx_cpymem(p, script->sha1, 40);
+    *p++ = '\r';
+    *p++ = '\n';
 
-    p = (u_char *) (cmd->argvlen + n);
+    cmd->tail = p - cmd->buf;
+
+    n = nk;
+    len = ngx_sprintf(n, "%d", nkeys) - n;
+    p = ngx_platform_redis_format_args(p, 1, (const char **) &n, &len);
+    p = ngx_platform_redis_format_args(p, argc, argv, argvlen);
+
+    cmd->len = p - cmd->buf;
+
+    return ngx_platform_redis_submit(pool, cmd, cmd->buf, cmd->len);
+}
+
+
+/*
+ * The protocol's form of a command, written here rather than by hiredis's
+ * formatter, which grows an sds string piece by piece
+ */
+
+static size_t
+ngx_platform_redis_format_len(int argc, const size_t *argvlen)
+{
+    int     i;
+    size_t  len;
+
+    len = sizeof("*\r\n") - 1 + NGX_INT_T_LEN;
 
     for (i = 0; i < argc; i++) {
-        cmd->argv[i + 3] = (const char *) p;
-        cmd->argvlen[i + 3] = argvlen[i];
-        p = ngx_cpymem(p, argv[i], argvlen[i]);
+        len += sizeof("$\r\n\r\n") - 1 + NGX_SIZE_T_LEN + argvlen[i];
     }
 
-    return ngx_platform_redis_submit(pool, cmd, cmd->argc, cmd->argv,
-                                     cmd->argvlen);
+    return len;
+}
+
+
+static u_char *
+ngx_platform_redis_format(u_char *p, int argc, const char **argv,
+    const size_t *argvlen)
+{
+    p = ngx_sprintf(p, "*%d\r\n", argc);
+
+    return ngx_platform_redis_format_args(p, argc, argv, argvlen);
+}
+
+
+/* each argument a bulk string: $length CRLF bytes CRLF */
+
+static u_char *
+ngx_platform_redis_format_args(u_char *p, int argc, const char **argv,
+    const size_t *argvlen)
+{
+    int      i;
+    u_char  *d, digits[NGX_SIZE_T_LEN];
+    size_t   n;
+
+    for (i = 0; i < argc; i++) {
+        d = digits + NGX_SIZE_T_LEN;
+        n = argvlen[i];
+
+        do {
+            *--d = (u_char) ('0' + n % 10);
+            n /= 10;
+        } while (n);
+
+        *p++ = '$';
+        p = ngx_cpymem(p, d, digits + NGX_SIZE_T_LEN - d);
+        *p++ = '\r';
+        *p++ = '\n';
+        p = ngx_cpymem(p, argv[i], argvlen[i]);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+
+    return p;
 }
 
 
@@ -1016,7 +1187,7 @@ ngx_platform_redis_usable(ngx_platform_redis_t *rd)
 
 static ngx_int_t
 ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
-    int argc, const char **argv, const size_t *argvlen)
+    u_char *buf, size_t len)
 {
     ngx_pool_cleanup_t    *cln;
     ngx_platform_redis_t  *rd;
@@ -1030,8 +1201,8 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
         return NGX_ERROR;
     }
 
-    if (redisAsyncCommandArgv(rd->ac, ngx_platform_redis_reply, cmd, argc,
-                              argv, argvlen)
+    if (redisAsyncFormattedCommand(rd->ac, ngx_platform_redis_reply, cmd,
+                                   (const char *) buf, len)
         != REDIS_OK)
     {
         ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
@@ -1045,20 +1216,17 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
     cmd->attached = 1;
     cmd->cleanup = cln;
     cmd->ac = rd->ac;
+    cmd->rd = rd;
     cmd->sent = ngx_current_msec;
 
     cln->handler = ngx_platform_redis_cmd_cleanup;
     cln->data = cmd;
 
-    /*
-     * Not cancelable: like an upstream read timeout, it keeps a worker
-     * that shuts down gracefully alive until the caller is answered.
-     */
-    cmd->timer.handler = ngx_platform_redis_cmd_timeout;
-    cmd->timer.data = &rd->dummy;
-    cmd->timer.log = ngx_cycle->log;
+    ngx_queue_insert_tail(&rd->cmds, &cmd->queue);
 
-    ngx_add_timer(&cmd->timer, rd->pmcf->redis_timeout);
+    if (!rd->cmd_timer.timer_set) {
+        ngx_add_timer(&rd->cmd_timer, rd->pmcf->redis_timeout);
+    }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
 
@@ -1073,7 +1241,6 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     ngx_platform_redis_cmd_t  *cmd = privdata;
 
     void                           *caller;
-    size_t                          len;
     ngx_int_t                       rc;
     ngx_uint_t                      attached;
     ngx_platform_redis_t           *rd;
@@ -1122,17 +1289,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
 
         cmd->retried = 1;
 
-        len = ngx_strlen(cmd->script->source);
-
-        cmd->argv[0] = "EVAL";
-        cmd->argvlen[0] = 4;
-        cmd->argv[1] = cmd->script->source;
-        cmd->argvlen[1] = len;
-
-        if (redisAsyncCommandArgv(ac, ngx_platform_redis_reply, cmd,
-                                  cmd->argc, cmd->argv, cmd->argvlen)
-            == REDIS_OK)
-        {
+        if (ngx_platform_redis_eval_source(ac, cmd) == NGX_OK) {
             return;
         }
 
@@ -1164,6 +1321,44 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
 }
 
 
+/* EVAL with the script's source, the same keys and arguments */
+
+static ngx_int_t
+ngx_platform_redis_eval_source(redisAsyncContext *ac,
+    ngx_platform_redis_cmd_t *cmd)
+{
+    u_char     *buf, *p;
+    size_t      len, slen;
+    ngx_int_t   rc;
+
+    slen = ngx_strlen(cmd->script->source);
+
+    len = sizeof("*\r\n$4\r\nEVAL\r\n$\r\n\r\n") - 1 + NGX_INT_T_LEN
+          + NGX_SIZE_T_LEN + slen + cmd->len - cmd->tail;
+
+    buf = ngx_alloc(len, ngx_cycle->log);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* EVAL source, then what followed the sha1 */
+
+    p = ngx_sprintf(buf, "*%d\r\n$4\r\nEVAL\r\n$%uz\r\n", cmd->argc, slen);
+    p = ngx_cpymem(p, cmd->script->source, slen);
+    *p++ = '\r';
+    *p++ = '\n';
+    p = ngx_cpymem(p, cmd->buf + cmd->tail, cmd->len - cmd->tail);
+
+    rc = (redisAsyncFormattedCommand(ac, ngx_platform_redis_reply, cmd,
+                                     (const char *) buf, p - buf)
+          == REDIS_OK) ? NGX_OK : NGX_ERROR;
+
+    ngx_free(buf);
+
+    return rc;
+}
+
+
 /*
  * -READONLY, or the same error raised inside a script (older servers wrap
  * it in "ERR Error running script ... -READONLY ...")
@@ -1183,23 +1378,46 @@ ngx_platform_redis_readonly(redisReply *reply)
 }
 
 
+/* the commands past their deadline, oldest first */
+
 static void
 ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
+{
+    ngx_msec_int_t             left;
+    ngx_connection_t          *c;
+    ngx_platform_redis_t      *rd;
+    ngx_platform_redis_cmd_t  *cmd;
+
+    c = ev->data;
+    rd = c->data;
+
+    /* a caller answered here may send another command, or drop others */
+
+    while (!ngx_queue_empty(&rd->cmds)) {
+        cmd = ngx_queue_data(ngx_queue_head(&rd->cmds),
+                             ngx_platform_redis_cmd_t, queue);
+
+        left = (ngx_msec_int_t)
+                   (cmd->sent + rd->pmcf->redis_timeout - ngx_current_msec);
+
+        if (left > 0) {
+            ngx_add_timer(&rd->cmd_timer, (ngx_msec_t) left);
+            return;
+        }
+
+        ngx_platform_redis_expire(rd, cmd);
+    }
+}
+
+
+static void
+ngx_platform_redis_expire(ngx_platform_redis_t *rd,
+    ngx_platform_redis_cmd_t *cmd)
 {
     void                           *caller;
     ngx_uint_t                      stuck;
     redisAsyncContext              *ac;
-    ngx_platform_redis_t           *rd;
-    ngx_platform_redis_cmd_t       *cmd;
     ngx_platform_redis_handler_pt   handler;
-
-    cmd = (ngx_platform_redis_cmd_t *)
-              ((u_char *) ev - offsetof(ngx_platform_redis_cmd_t, timer));
-    rd = ngx_platform_redis;
-
-    if (!cmd->attached) {
-        return;
-    }
 
     handler = cmd->handler;
     caller = cmd->data;
@@ -1214,8 +1432,7 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
      * stay "connected" for good) and reconnect.
      */
     ac = cmd->ac;
-    stuck = rd != NULL
-            && rd->ac == ac
+    stuck = rd->ac == ac
             && (ngx_msec_int_t) (rd->last_reply - cmd->sent) < 0;
 
     /* cmd stays with hiredis until its reply or the teardown */
@@ -1242,28 +1459,34 @@ ngx_platform_redis_cmd_cleanup(void *data)
 {
     ngx_platform_redis_cmd_t  *cmd = data;
 
-    if (cmd->timer.timer_set) {
-        ngx_del_timer(&cmd->timer);
-    }
+    /* the cleanup itself is being run: it is not reset */
+    cmd->cleanup = NULL;
 
-    cmd->attached = 0;
-    cmd->data = NULL;
-    cmd->log = NULL;
+    ngx_platform_redis_detach(cmd);
 }
 
 
 static void
 ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
 {
-    if (cmd->timer.timer_set) {
-        ngx_del_timer(&cmd->timer);
-    }
+    ngx_platform_redis_t  *rd;
 
     if (!cmd->attached) {
         return;
     }
 
-    cmd->cleanup->handler = NULL;
+    rd = cmd->rd;
+
+    ngx_queue_remove(&cmd->queue);
+
+    if (ngx_queue_empty(&rd->cmds) && rd->cmd_timer.timer_set) {
+        ngx_del_timer(&rd->cmd_timer);
+    }
+
+    if (cmd->cleanup) {
+        cmd->cleanup->handler = NULL;
+    }
+
     cmd->attached = 0;
     cmd->data = NULL;
     cmd->log = NULL;
