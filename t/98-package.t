@@ -45,9 +45,10 @@ plan(skip_all => 'needs root or sudo without a password')
     if @sudo && system('sudo -n true >/dev/null 2>&1') != 0;
 
 # Another run of this file on the machine (another checkout) installs and
-# removes the same package: one at a time.
-open(my $lock, '>>', '/tmp/platform-package-test.lock')
-    or die "lock file: $!\n";
+# removes the same package: one at a time, with a flock on dpkg's
+# directory (dpkg's own locks are fcntl locks on files, which this does
+# not touch; and no lock file is left behind).
+open(my $lock, '<', '/var/lib/dpkg') or die "/var/lib/dpkg: $!\n";
 flock($lock, LOCK_EX) or die "lock: $!\n";
 
 sub installed {
