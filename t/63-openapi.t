@@ -150,8 +150,9 @@ if ((slurp("$dir/package-lock.json") // '') ne slurp($lock)
     mkdir "$dir.new" or die "$dir.new: $!";
     copy("$top/t/openapi/package.json", "$dir.new/package.json") or die $!;
     copy($lock, "$dir.new/package-lock.json") or die $!;
-    my $out = `cd '$dir.new' && npm ci --no-audit --no-fund \
-               --loglevel=error 2>&1`;
+    my $npm = "cd '$dir.new' && npm ci --no-audit --no-fund"
+              . " --loglevel=error 2>&1";
+    my $out = `$npm`;
     is($?, 0, 'npm ci of the validator') or diag($out);
     system('rm', '-rf', $dir);
     rename "$dir.new", $dir or die "$dir: $!";
