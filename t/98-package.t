@@ -1,5 +1,4 @@
 #!/usr/bin/perl
-# platform-test: serial
 
 # The Debian package ("make deb") in Debian's own nginx: lintian finds no
 # error in it; apt-get installs it beside nginx-core; its files are where
@@ -10,11 +9,12 @@
 # packaged module and serves a health check and an endpoint behind that
 # key; "apt-get remove" leaves the system's nginx -t passing and no module.
 #
-# Serial: dpkg takes one installer at a time. The machine is left as the
-# test found it: the package, and whatever apt-get installed with it, is
-# purged at the end. Needs root (or sudo without a password). Runs in the
-# plain run only: the package is built by Debian's rules, not from the
-# AddressSanitizer build.
+# dpkg takes one installer at a time: the test holds dpkg's lock while it
+# installs, and asserts no time bound, so it runs beside other files. The
+# machine is left as the test found it: the package, and whatever apt-get
+# installed with it, is purged at the end. Needs root (or sudo without a
+# password). Runs in the plain run only: the package is built by Debian's
+# rules, not from the AddressSanitizer build.
 
 use strict;
 use warnings;
