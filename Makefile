@@ -8,6 +8,7 @@
 #                         AddressSanitizer build (scripts/test)
 #   make test-plain       the suite with the plain build only
 #   make bench            benchmark (scripts/bench)
+#   make deb              Debian package, build/deb/ (scripts/deb)
 
 NGINX_SRC  ?= /usr/share/nginx/src
 BUILD      ?= build
@@ -63,3 +64,18 @@ bench:
 
 clean:
 	rm -rf $(BUILD)
+
+# the version is debian/changelog's (read without dpkg-dev, which
+# scripts/deb installs when missing)
+DEB_VERSION = $(shell sed -n '1{s/^[^ ]* .//;s/. .*//;p;}' debian/changelog)
+DEB_ARCH    = $(shell dpkg --print-architecture)
+DEB         = $(BUILD)/deb/libnginx-mod-http-platform_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+.PHONY: deb
+
+deb: $(DEB)
+
+$(DEB): $(MODULE_SRCS) $(wildcard migrations/*.sql) scripts/migrate \
+        scripts/apikey conf/platform.conf README.md docs/api.md \
+        $(shell find debian -type f) scripts/deb
+	scripts/deb "$(BUILD)"

@@ -419,7 +419,7 @@ static ngx_platform_field_t  ngx_platform_tms_assign_query[] = {
 
 static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
 
-    { NGX_HTTP_GET, "/tms/delivery-orders/{uuid}",
+    { NGX_HTTP_GET, "/tms/delivery-orders/{uuid:deliveryOrderUuid}",
       NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       NULL, NULL,
@@ -442,7 +442,8 @@ static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
 
     /* the driver id is a "{string}": not a uuid is an invalid reference */
 
-    { NGX_HTTP_PATCH, "/tms/delivery-orders/{uuid}/assign/{string}",
+    { NGX_HTTP_PATCH, "/tms/delivery-orders/{uuid:deliveryOrderUuid}/assign/"
+      "{string:driverId}",
       NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY
       |NGX_PLATFORM_IN_NO_HEAD,

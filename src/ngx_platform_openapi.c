@@ -1,0 +1,1978 @@
+
+/*
+ * ngx_platform: the OpenAPI 3.1 document of the API (platform_openapi).
+ *
+ * The document is generated from what the module enforces: the endpoint
+ * tables of every family (method, pattern and its typed captures, default
+ * credentials, declared inputs, query arguments), the body fields the
+ * validator checks (ngx_platform_schema.c), and the statements' declared
+ * answers and outcomes (ngx_platform_op.h). A route added to a table is
+ * in the document; one removed is gone.
+ *
+ * What the tables do not say is written here, small: the shapes of the
+ * documents PostgreSQL builds (docs/api.md), the answers of endpoints
+ * served by code, and examples on the demo data. Each worker builds the
+ * document with Jansson at its first request and keeps it; only the
+ * "servers" member is written per request, from the request's scheme and
+ * Host.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_op.h"
+
+
+/* an answer of an endpoint's code that no table declares */
+typedef struct {
+    ngx_uint_t                 status;
+    const char                *message;
+    const char                *detail;
+} ngx_platform_openapi_answer_t;
+
+
+/*
+ * What the document says of one endpoint beyond its tables: the schema
+ * of its success document's data (JSON text; bare: the whole body), an
+ * example on the demo data ({"path", "query", "headers", "body"}), the
+ * answers of its code, and its success message when code answers it.
+ */
+typedef struct {
+    ngx_uint_t                        method;
+    const char                       *pattern;
+    const char                       *data;
+    const char                       *example;
+    ngx_platform_openapi_answer_t    *answers;
+    unsigned                          bare:1;
+    const char                       *ok;
+} ngx_platform_openapi_doc_t;
+
+
+/* an error a request may get: status, message and detail */
+typedef struct {
+    ngx_uint_t                 status;
+    const char                *message;
+    const char                *detail;
+} ngx_platform_openapi_error_t;
+
+
+#define NGX_PLATFORM_OPENAPI_ERRORS  64
+
+
+typedef struct {
+    ngx_platform_openapi_error_t  errors[NGX_PLATFORM_OPENAPI_ERRORS];
+    ngx_uint_t                    n;
+} ngx_platform_openapi_errors_t;
+
+
+#define ngx_platform_openapi_alnum(c)                                        \
+    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
+     || ((c) >= 'A' && (c) <= 'Z'))
+
+
+static ngx_int_t ngx_platform_openapi_handler(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static json_t *ngx_platform_openapi_build(ngx_log_t *log);
+static ngx_int_t ngx_platform_openapi_endpoint(json_t *paths,
+    json_t *names, ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep);
+static ngx_platform_openapi_doc_t *ngx_platform_openapi_doc(
+    ngx_platform_endpoint_t *ep);
+static json_t *ngx_platform_openapi_path(ngx_platform_endpoint_t *ep,
+    json_t *params, json_t *example);
+static json_t *ngx_platform_openapi_field(ngx_platform_field_t *f,
+    ngx_uint_t query);
+static json_t *ngx_platform_openapi_object(ngx_platform_field_t *fields);
+static json_t *ngx_platform_openapi_success(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc);
+static void ngx_platform_openapi_errors(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc,
+    ngx_platform_openapi_errors_t *e);
+static void ngx_platform_openapi_add_error(ngx_platform_openapi_errors_t *e,
+    ngx_uint_t status, const char *message, const char *detail);
+static json_t *ngx_platform_openapi_error_body(ngx_uint_t envelope,
+    ngx_platform_openapi_error_t *err);
+static json_t *ngx_platform_openapi_operation_id(ngx_platform_endpoint_t *ep,
+    const char *method, json_t *names);
+static const char *ngx_platform_openapi_method(ngx_uint_t method);
+static json_t *ngx_platform_openapi_ref(const char *kind, const char *name);
+
+
+static ngx_platform_endpoint_t  ngx_platform_openapi_endpoints[] = {
+    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
+      NULL, ngx_platform_openapi_handler },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+};
+
+
+ngx_platform_family_t  ngx_platform_openapi_family = {
+    ngx_string("openapi"),
+    NGX_PLATFORM_ENVELOPE_B,
+    0,
+    ngx_platform_openapi_endpoints,
+    NULL,
+    0
+};
+
+
+/* the worker's document, without its "openapi" and "servers" members */
+static ngx_str_t  ngx_platform_openapi_text;
+
+
+/*
+ * Written by hand: the shapes of docs/api.md that PostgreSQL builds, and
+ * the error envelopes of ngx_platform_json.c.
+ */
+
+static const char  ngx_platform_openapi_schemas[] =
+    "{"
+    "\"EnvelopeAError\":{\"type\":\"object\","
+     "\"required\":[\"succeeded\",\"message\",\"errors\",\"data\"],"
+     "\"properties\":{\"succeeded\":{\"const\":false},"
+     "\"message\":{\"type\":\"string\"},"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"data\":{\"type\":\"null\"}}},"
+    "\"EnvelopeBError\":{\"type\":\"object\","
+     "\"required\":[\"status\",\"statusCode\",\"message\",\"data\","
+     "\"errors\"],"
+     "\"properties\":{\"status\":{\"const\":false},"
+     "\"statusCode\":{\"type\":\"integer\"},"
+     "\"message\":{\"type\":\"string\"},"
+     "\"data\":{\"type\":\"object\"},"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+     "\"properties\":{\"message\":{\"type\":\"string\"},"
+     "\"descriptiveMessage\":{\"type\":\"string\"}}}}}},"
+    "\"SalesError\":{\"type\":\"object\","
+     "\"required\":[\"message\",\"data\",\"errors\"],"
+     "\"properties\":{\"message\":{\"type\":\"string\"},"
+     "\"data\":{\"type\":\"null\"},"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
+
+    "\"Address\":{\"type\":\"object\",\"properties\":{"
+     "\"address\":{\"type\":[\"string\",\"null\"]},"
+     "\"city\":{\"type\":[\"string\",\"null\"]},"
+     "\"state\":{\"type\":[\"string\",\"null\"]},"
+     "\"country\":{\"type\":[\"string\",\"null\"]},"
+     "\"postalCode\":{\"type\":[\"string\",\"null\"]},"
+     "\"contactName\":{\"type\":[\"string\",\"null\"]},"
+     "\"contactPhone\":{\"type\":[\"string\",\"null\"]},"
+     "\"latitude\":{\"type\":[\"number\",\"null\"]},"
+     "\"longitude\":{\"type\":[\"number\",\"null\"]}}},"
+    "\"DriverStatus\":{\"enum\":[\"AVAILABLE\",\"ON_DELIVERY\","
+     "\"OFFLINE\"]},"
+    "\"Driver\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"userId\":{\"type\":[\"string\",\"null\"]},"
+     "\"name\":{\"type\":\"string\"},"
+     "\"phone\":{\"type\":[\"string\",\"null\"]},"
+     "\"vehicleType\":{\"type\":[\"string\",\"null\"]},"
+     "\"status\":{\"$ref\":\"#/components/schemas/DriverStatus\"}}},"
+    "\"DeliveryOrder\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"orderNumber\":{\"type\":\"string\"},"
+     "\"status\":{\"enum\":[\"PENDING\",\"ASSIGNED\",\"PICKED_UP\","
+     "\"IN_TRANSIT\",\"DELIVERED\",\"CANCELLED\"]},"
+     "\"tenantId\":{\"type\":\"string\"},"
+     "\"countryCode\":{\"type\":\"string\"},"
+     "\"pickupAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
+     "\"dropOffAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
+     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
+     "{\"type\":\"null\"}]},"
+     "\"shippingFee\":{\"type\":[\"number\",\"null\"]},"
+     "\"currency\":{\"type\":[\"string\",\"null\"]},"
+     "\"assignedAt\":{\"type\":[\"string\",\"null\"],"
+     "\"format\":\"date-time\"},"
+     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
+    "\"Vehicle\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"tenantId\":{\"type\":\"string\"},"
+     "\"countryCode\":{\"type\":\"string\"},"
+     "\"licensePlate\":{\"type\":[\"string\",\"null\"]},"
+     "\"model\":{\"type\":[\"string\",\"null\"]},"
+     "\"manufacturer\":{\"type\":[\"string\",\"null\"]},"
+     "\"type\":{\"type\":[\"string\",\"null\"]},"
+     "\"colour\":{\"type\":[\"string\",\"null\"]},"
+     "\"year\":{\"type\":[\"string\",\"null\"]},"
+     "\"capacity\":{\"type\":[\"string\",\"null\"]},"
+     "\"condition\":{\"type\":[\"string\",\"null\"]},"
+     "\"imageUrl\":{\"type\":[\"string\",\"null\"]},"
+     "\"carrierId\":{\"type\":[\"string\",\"null\"]},"
+     "\"carrierPhoneNumber\":{\"type\":[\"string\",\"null\"]},"
+     "\"driverUserId\":{\"type\":[\"string\",\"null\"]},"
+     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
+     "{\"type\":\"null\"}]},"
+     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
+    "\"AvailableDriver\":{\"allOf\":["
+     "{\"$ref\":\"#/components/schemas/Driver\"},"
+     "{\"properties\":{\"vehicle\":{\"anyOf\":["
+     "{\"$ref\":\"#/components/schemas/Vehicle\"},{\"type\":\"null\"}]}}}]},"
+    "\"TradeFlow\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"name\":{\"type\":\"string\"},"
+     "\"description\":{\"type\":\"string\"}}},"
+    "\"PersonAccount\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"accountId\":{\"type\":\"string\"},"
+     "\"accountBIC\":{\"type\":\"string\"},"
+     "\"accountType\":{\"type\":\"string\"},"
+     "\"accountName\":{\"type\":\"string\"},"
+     "\"currency\":{\"type\":\"string\"},"
+     "\"availableBalance\":{\"type\":\"number\"},"
+     "\"accountLimit\":{\"type\":\"number\"},"
+     "\"statusDescription\":{\"type\":\"string\"},"
+     "\"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"nubanOrIban\":{\"type\":\"string\"},"
+     "\"purpose\":{\"type\":\"string\"},"
+     "\"comment\":{\"type\":\"string\"},"
+     "\"status\":{\"type\":\"string\"},"
+     "\"productId\":{\"type\":\"string\"},"
+     "\"clientId\":{\"type\":\"string\"}}},"
+    "\"PersonDocument\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"type\":{\"type\":\"integer\"},"
+     "\"path\":{\"type\":\"string\"},"
+     "\"fileName\":{\"type\":\"string\"},"
+     "\"documentNumber\":{\"type\":\"string\"},"
+     "\"approved\":{\"type\":\"boolean\"}}},"
+    "\"BankAccount\":{\"type\":\"object\",\"properties\":{"
+     "\"accountName\":{\"type\":\"string\"},"
+     "\"accountNumber\":{\"type\":\"string\"},"
+     "\"bankName\":{\"type\":\"string\"}}},"
+    "\"BankTransfer\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"reference\":{\"type\":\"string\"},"
+     "\"amount\":{\"type\":\"number\"},"
+     "\"account\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
+     "\"beneficiary\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
+     "\"status\":{\"type\":\"string\"},"
+     "\"date\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"tenantId\":{\"type\":\"string\"},"
+     "\"email\":{\"type\":\"string\"},"
+     "\"currency\":{\"type\":\"string\"}}},"
+    "\"CounterpartyAccount\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"account\":{\"type\":\"integer\"},"
+     "\"counterpartyType\":{\"type\":\"integer\"},"
+     "\"accountType\":{\"type\":\"integer\"},"
+     "\"bankCode\":{\"type\":[\"string\",\"null\"]},"
+     "\"bankName\":{\"type\":[\"string\",\"null\"]},"
+     "\"accountNumber\":{\"type\":[\"string\",\"null\"]},"
+     "\"accountName\":{\"type\":[\"string\",\"null\"]},"
+     "\"iban\":{\"type\":[\"string\",\"null\"]},"
+     "\"swiftCode\":{\"type\":[\"string\",\"null\"]},"
+     "\"bankAddress\":{\"type\":[\"string\",\"null\"]},"
+     "\"routingNumber\":{\"type\":[\"string\",\"null\"]},"
+     "\"merchantId\":{\"type\":\"string\"},"
+     "\"counterpartyId\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
+    "\"CounterpartyGroup\":{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\"},"
+     "\"merchantId\":{\"type\":\"string\"},"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
+    "\"TaskSamplerAssigned\":{\"type\":\"object\",\"properties\":{"
+     "\"message\":{\"type\":\"string\"},"
+     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"samplerId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"status\":{\"const\":\"ASSIGNED\"}}},"
+    "\"TaskStatusUpdated\":{\"type\":\"object\",\"properties\":{"
+     "\"message\":{\"type\":\"string\"},"
+     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"status\":{\"enum\":[\"ACCEPTED\",\"REJECTED\",\"PENDING\"]},"
+     "\"samplerOrLaboratoryId\":{\"type\":\"string\","
+     "\"format\":\"uuid\"}}},"
+    "\"WebhookReceipt\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"integer\"},"
+     "\"duplicate\":{\"type\":\"boolean\"}}},"
+    "\"SaleAnswer\":{\"type\":\"object\","
+     "\"required\":[\"message\",\"data\",\"meta\"],\"properties\":{"
+     "\"message\":{\"type\":\"string\"},"
+     "\"data\":{\"type\":\"object\",\"description\":\"The sale after the "
+     "payment, every field of spec 2.12 (docs/api.md, The sale "
+     "document).\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"totalAmount\":{\"type\":\"number\"},"
+     "\"paymentStatus\":{\"enum\":[\"PENDING\",\"PARTIALLY_PAID\","
+     "\"PAID\"]},"
+     "\"sale\":{\"type\":\"object\"},"
+     "\"products\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}},"
+     "\"meta\":{\"type\":\"object\",\"properties\":{"
+     "\"currentPage\":{\"type\":\"integer\"},"
+     "\"from\":{\"type\":\"integer\"},\"to\":{\"type\":\"integer\"},"
+     "\"perPage\":{\"type\":\"integer\"},"
+     "\"total\":{\"type\":\"integer\"},"
+     "\"lastPage\":{\"type\":\"integer\"}}}}},"
+    "\"BusinessVerification\":{\"type\":\"object\",\"properties\":{"
+     "\"companyName\":{\"type\":\"string\"},"
+     "\"address\":{\"type\":\"string\"},"
+     "\"verificationStatus\":{\"enum\":[\"VERIFIED\","
+     "\"NAME_MISMATCH\"]}}},"
+    "\"Classifications\":{\"type\":\"object\",\"properties\":{"
+     "\"classifications\":{\"type\":\"array\",\"items\":{"
+     "\"type\":\"object\",\"properties\":{"
+     "\"group\":{\"type\":\"string\"},"
+     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}}}}"
+    "}";
+
+
+#define ngx_platform_openapi_schema(name)                                    \
+    "{\"$ref\":\"#/components/schemas/" name "\"}"
+
+#define ngx_platform_openapi_list(name)                                      \
+    "{\"type\":\"array\",\"items\":"                                         \
+    "{\"$ref\":\"#/components/schemas/" name "\"}}"
+
+
+static ngx_platform_openapi_answer_t  ngx_platform_openapi_otp_answers[] = {
+    { NGX_HTTP_BAD_REQUEST, "Invalid OTP Code.",
+      "The OTP code is not valid. Please check the code and try again." },
+    { NGX_HTTP_NOT_FOUND, "OTP Code not found.",
+      "The OTP code was not found." },
+    { 429, "Too many attempts.",
+      "Too many failed OTP attempts. Try again later." },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_openapi_answer_t
+    ngx_platform_openapi_products_answers[] =
+{
+    { NGX_HTTP_NOT_MODIFIED, NULL, NULL },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_openapi_answer_t
+    ngx_platform_openapi_document_answers[] =
+{
+    { NGX_HTTP_BAD_REQUEST, "Bad request.",
+      "fileName must not contain '/', '\\' or NUL." },
+    { NGX_HTTP_BAD_REQUEST, "Bad request.",
+      "base64 has an invalid character at position <n>." },
+    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
+      "The document must be at most <n> bytes once decoded." },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_openapi_answer_t
+    ngx_platform_openapi_source_answers[] =
+{
+    { NGX_HTTP_NOT_FOUND, "Unknown webhook source.",
+      "No such source is configured." },
+    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
+      "The webhook-signature header is missing." },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_openapi_answer_t
+    ngx_platform_openapi_payment_answers[] =
+{
+    { NGX_HTTP_NOT_FOUND, "Unknown payment method.",
+      "No such payment method is configured." },
+    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
+      "The webhook-signature header is missing." },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_openapi_answer_t
+    ngx_platform_openapi_identity_answers[] =
+{
+    { NGX_HTTP_BAD_REQUEST, "Bad request.",
+      "rc_number or companyNumber is required." },
+    { NGX_HTTP_BAD_REQUEST, "Bad request.",
+      "rc_number and companyNumber differ." },
+    { 0, NULL, NULL }
+};
+
+
+/*
+ * By endpoint (method and pattern, as in its family's table): the data
+ * of its success and an example on the demo data (scripts/demo-data.sql).
+ */
+
+static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
+
+    { NGX_HTTP_GET, "/validate-otp/{string:otpCode}",
+      "{\"type\":\"object\"}",
+      "{\"path\":{\"otpCode\":\"123456\"}}",
+      ngx_platform_openapi_otp_answers, 0, "OTP code validated" },
+
+    { NGX_HTTP_GET, "/api/v1/products/classifications",
+      ngx_platform_openapi_schema("Classifications"), NULL,
+      ngx_platform_openapi_products_answers, 1,
+      "Product classifications, with Cache-Control and ETag." },
+
+    { NGX_HTTP_GET, "/tms/delivery-orders/{uuid:deliveryOrderUuid}",
+      ngx_platform_openapi_schema("DeliveryOrder"),
+      "{\"path\":{\"deliveryOrderUuid\":"
+      "\"a1000000-0000-4000-8000-000000000001\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
+      ngx_platform_openapi_schema("Vehicle"),
+      "{\"path\":{\"id\":\"31000000-0000-4000-8000-000000000004\"},"
+      "\"body\":{\"colour\":\"blue\",\"year\":\"2021\","
+      "\"capacity\":\"1450.5\",\"assignDriver\":true,"
+      "\"driverUserId\":\"user-demo-driver-5\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_GET, "/tms/drivers/available",
+      ngx_platform_openapi_list("AvailableDriver"),
+      "{\"query\":{\"vehicleType\":\"VAN\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_PATCH,
+      "/tms/delivery-orders/{uuid:deliveryOrderUuid}/assign/"
+      "{string:driverId}",
+      "{\"type\":\"object\"}",
+      "{\"path\":{\"deliveryOrderUuid\":"
+      "\"a1000000-0000-4000-8000-000000000001\","
+      "\"driverId\":\"d1000000-0000-4000-8000-000000000005\"},"
+      "\"query\":{\"shippingFee\":2500}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
+      ngx_platform_openapi_schema("PersonAccount"),
+      "{\"path\":{\"id\":\"b1000000-0000-4000-8000-000000000001\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
+      ngx_platform_openapi_schema("PersonDocument"),
+      "{\"body\":{\"documentId\":\"71000000-0000-4000-8000-000000000002\","
+      "\"personId\":\"c1000000-0000-4000-8000-000000000001\","
+      "\"fileName\":\"bill.txt\",\"base64\":\"SGVsbG8sIHdvcmxkIQ==\"}}",
+      ngx_platform_openapi_document_answers, 0, NULL },
+
+    { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
+      "{\"type\":\"string\",\"format\":\"uuid\"}",
+      "{\"path\":{\"id\":\"71000000-0000-4000-8000-000000000003\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_GET, "/api/v{version}/BankTransfers/all-account",
+      ngx_platform_openapi_list("BankTransfer"),
+      "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_POST, "/api/v{version}/BankTransfers/all-account",
+      ngx_platform_openapi_list("BankTransfer"),
+      "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_DELETE, "/api/v{version}/InvoiceSetting/DeleteInvoiceTax",
+      NULL,
+      "{\"query\":{\"TaxSettingId\":"
+      "\"f1000000-0000-4000-8000-000000000003\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_PUT, "/api/v{version}/Counterparties/accounts",
+      ngx_platform_openapi_schema("CounterpartyAccount"),
+      "{\"body\":{\"id\":\"82000000-0000-4000-8000-000000000001\","
+      "\"bankName\":\"GTBank\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_POST, "/api/v{version}/Counterparties/groups",
+      ngx_platform_openapi_schema("CounterpartyGroup"),
+      "{\"body\":{\"name\":\"Cocoa buyers\",\"members\":[{\"counterpartyId\":"
+      "\"81000000-0000-4000-8000-000000000004\"}]}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/assign-sampler",
+      ngx_platform_openapi_schema("TaskSamplerAssigned"),
+      "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000001\"},"
+      "\"headers\":{\"userId\":\"lab-admin-1\"},"
+      "\"body\":{\"samplerId\":\"51000000-0000-4000-8000-000000000002\","
+      "\"priority\":\"HIGH\",\"dueDate\":\"2099-12-01\","
+      "\"pickupAddress\":\"12 Ikorodu Road, Mile 12, Lagos\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
+      ngx_platform_openapi_schema("TaskStatusUpdated"),
+      "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000002\"},"
+      "\"headers\":{\"userId\":\"sampler-user-1\"},"
+      "\"body\":{\"status\":\"ACCEPTED\",\"samplerOrLaboratoryId\":"
+      "\"51000000-0000-4000-8000-000000000001\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_GET, "/api/v1/trades/process-flows",
+      ngx_platform_openapi_list("TradeFlow"),
+      "{\"query\":{\"name\":\"export\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_POST, "/api/v1/webhooks/public/{string:source}/events",
+      ngx_platform_openapi_schema("WebhookReceipt"),
+      "{\"path\":{\"source\":\"source-a\"},"
+      "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
+      ngx_platform_openapi_source_answers, 0,
+      "Event received." },
+
+    { NGX_HTTP_POST, "/api/webhooks/public/{string:source}/events",
+      ngx_platform_openapi_schema("WebhookReceipt"),
+      "{\"path\":{\"source\":\"source-b\"},"
+      "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
+      ngx_platform_openapi_source_answers, 0,
+      "Event received." },
+
+    { NGX_HTTP_POST, "/webhooks/{string:paymentmethod}",
+      ngx_platform_openapi_schema("WebhookReceipt"),
+      "{\"path\":{\"paymentmethod\":\"card\"},"
+      "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",
+      ngx_platform_openapi_payment_answers, 0,
+      "Event received." },
+
+    { NGX_HTTP_PATCH, "/sales/transactions",
+      ngx_platform_openapi_schema("SaleAnswer"),
+      "{\"body\":{\"saleId\":\"aa100000-0000-4000-8000-000000000001\","
+      "\"transactionReference\":\"PAY-DEMO-1\",\"amount\":2500.5,"
+      "\"paymentMethod\":\"TRANSFER\"}}",
+      NULL, 0, NULL },
+
+    { NGX_HTTP_POST,
+      "/api/v{version}/Identity/verification/business-credit-bureau",
+      ngx_platform_openapi_schema("BusinessVerification"),
+      "{\"body\":{\"rc_number\":\"RC100001\","
+      "\"customer_name\":\"Demo Foods Limited\"}}",
+      ngx_platform_openapi_identity_answers, 0, NULL },
+
+    { 0, NULL, NULL, NULL, NULL, 0, NULL }
+};
+
+
+static ngx_int_t
+ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char     *body, *p, c;
+    char       *text;
+    size_t      len;
+    json_t     *doc;
+    ngx_str_t   host, scheme;
+    ngx_uint_t  i;
+
+    if (ngx_platform_openapi_text.len == 0) {
+        doc = ngx_platform_openapi_build(r->connection->log);
+        if (doc == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        text = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+
+        if (text == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        /* kept for the worker's life: the cycle's pool */
+
+        len = ngx_strlen(text);
+
+        p = ngx_pnalloc(ngx_cycle->pool, len);
+        if (p == NULL) {
+            free(text);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_memcpy(p, text, len);
+        free(text);
+
+        ngx_platform_openapi_text.data = p;
+        ngx_platform_openapi_text.len = len;
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "openapi: the document built, %uz bytes", len);
+    }
+
+    /*
+     * servers: the scheme and Host the client used, when the Host is a
+     * plain name or address (nothing to escape); else relative
+     */
+
+    ngx_str_null(&host);
+
+    if (r->headers_in.host) {
+        host = r->headers_in.host->value;
+
+        for (i = 0; i < host.len; i++) {
+            c = host.data[i];
+
+            if (!(ngx_platform_openapi_alnum(c) || c == '.' || c == '-'
+                  || c == ':' || c == '[' || c == ']'))
+            {
+                ngx_str_null(&host);
+                break;
+            }
+        }
+    }
+
+#if (NGX_HTTP_SSL)
+    if (r->connection->ssl) {
+        ngx_str_set(&scheme, "https://");
+    } else
+#endif
+    {
+        ngx_str_set(&scheme, "http://");
+    }
+
+    body = ngx_pnalloc(r->pool, sizeof("{\"openapi\":\"3.1.0\","
+                                       "\"servers\":[{\"url\":\"/\"}],")
+                                + scheme.len + host.len
+                                + ngx_platform_openapi_text.len);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(body, "{\"openapi\":\"3.1.0\",\"servers\":[{\"url\":\"",
+                   sizeof("{\"openapi\":\"3.1.0\",\"servers\":[{\"url\":\"")
+                   - 1);
+
+    if (host.len) {
+        p = ngx_cpymem(p, scheme.data, scheme.len);
+        p = ngx_cpymem(p, host.data, host.len);
+    }
+
+    p = ngx_cpymem(p, "/\"}],", sizeof("/\"}],") - 1);
+
+    /* the document past its "{" */
+    p = ngx_cpymem(p, ngx_platform_openapi_text.data + 1,
+                   ngx_platform_openapi_text.len - 1);
+
+    return ngx_platform_send_raw(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+/* the document, every family of the registry */
+
+static json_t *
+ngx_platform_openapi_build(ngx_log_t *log)
+{
+    json_t                      *doc, *paths, *names, *components, *schemas;
+    json_t                      *v;
+    ngx_uint_t                   f;
+    json_error_t                 error;
+    ngx_platform_family_t       *family;
+    ngx_platform_endpoint_t     *ep;
+    ngx_platform_openapi_doc_t  *d;
+
+    schemas = json_loads(ngx_platform_openapi_schemas, 0, &error);
+    if (schemas == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "openapi: schemas: %s at %d", error.text,
+                      error.position);
+        return NULL;
+    }
+
+    doc = json_object();
+    paths = json_object();
+    names = json_object();
+    components = json_object();
+
+    if (doc == NULL || paths == NULL || names == NULL || components == NULL)
+    {
+        goto failed;
+    }
+
+    json_object_set_new(doc, "info", json_pack(
+        "{s:s, s:s, s:s}",
+        "title", "ngx_platform API",
+        "version", "1",
+        "description",
+        "The platform API served by ngx_platform, generated from the "
+        "endpoint tables and body schemas the module enforces. Every "
+        "response carries X-Request-Id. A known path asked with a method "
+        "it does not serve is 405 with an Allow header, an unknown path "
+        "inside a location of the module 404, in the family's envelope. "
+        "Envelope A operations answer in French with Accept-Language: fr. "
+        "Each location's platform_auth may replace an operation's "
+        "credentials. The examples use the demo data "
+        "(scripts/demo-data.sql); bearer tokens for its tenant-demo: "
+        "scripts/dev token."));
+
+    json_object_set_new(doc, "paths", paths);
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        family = ngx_platform_families[f];
+
+        for (ep = family->endpoints; ep->pattern; ep++) {
+
+            /* operator families answer every path of their location */
+            if (ep->pattern[0] == '*') {
+                continue;
+            }
+
+            if (ngx_platform_openapi_endpoint(paths, names, family, ep)
+                != NGX_OK)
+            {
+                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                              "openapi: \"%s\" of platform_%V failed",
+                              ep->pattern, &family->name);
+                goto failed;
+            }
+        }
+    }
+
+    /* what is written here of an endpoint no table has any more */
+
+    for (d = ngx_platform_openapi_docs; d->pattern; d++) {
+        for (f = 0; ngx_platform_families[f]; f++) {
+            for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++)
+            {
+                if (ngx_platform_openapi_doc(ep) == d) {
+                    goto found;
+                }
+            }
+        }
+
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "openapi: no endpoint \"%s\" for its description",
+                      d->pattern);
+    found:
+        continue;
+    }
+
+    json_object_set_new(components, "schemas", schemas);
+    schemas = NULL;
+
+    json_object_set_new(components, "securitySchemes", json_pack(
+        "{s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:s, s:s}}",
+        "bearerAuth",
+          "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
+          "description", "A JWT whose tenantId claim is the caller's tenant "
+                         "(sub: the user, merchantId: the merchant).",
+        "apiKey",
+          "type", "apiKey", "in", "header", "name", "apiKey",
+          "description", "An API key plk_<id>.<secret> made with "
+                         "scripts/apikey."));
+
+    v = json_pack("{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s}",
+                  "name", "tenantId", "in", "header", "required", 1,
+                  "description", "The caller's tenant; with a credential "
+                                 "it must be the credential's tenant.",
+                  "schema", "type", "string", "minLength", 1,
+                  "maxLength", 128, "pattern", "^[!-9;-~]+$",
+                  "example", "tenant-demo");
+
+    json_object_set_new(components, "parameters", json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+        "tenantId", v,
+        "tenantIdOptional", json_pack(
+            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s}",
+            "name", "tenantId", "in", "header", "required", 0,
+            "description", "Optional: the tenant comes from the "
+                           "credentials; when sent it must be theirs.",
+            "schema", "type", "string", "minLength", 1, "maxLength", 128,
+            "pattern", "^[!-9;-~]+$",
+            "example", "tenant-demo"),
+        "countryCode", json_pack(
+            "{s:s, s:s, s:b, s:{s:s, s:i, s:i, s:s}, s:s}",
+            "name", "countryCode", "in", "header", "required", 1,
+            "schema", "type", "string", "minLength", 1, "maxLength", 128,
+            "pattern", "^[!-9;-~]+$",
+            "example", "NG"),
+        "countryCodeOptional", json_pack(
+            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:s}, s:s}",
+            "name", "countryCode", "in", "header", "required", 0,
+            "description", "When sent, only the country's rows are "
+                           "visible.",
+            "schema", "type", "string", "maxLength", 128,
+            "pattern", "^[!-9;-~]*$",
+            "example", "NG"),
+        "userId", json_pack(
+            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s}",
+            "name", "userId", "in", "header", "required", 1,
+            "description", "Who makes the change.",
+            "schema", "type", "string", "minLength", 1, "maxLength", 128,
+            "pattern", "^[!-9;-~]+$",
+            "example", "lab-admin-1"),
+        "acceptLanguage", json_pack(
+            "{s:s, s:s, s:b, s:s, s:{s:s}, s:s}",
+            "name", "Accept-Language", "in", "header", "required", 0,
+            "description", "fr...: messages in French; else English.",
+            "schema", "type", "string",
+            "example", "fr"),
+        "requestId", json_pack(
+            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}}",
+            "name", "X-Request-Id", "in", "header", "required", 0,
+            "description", "Echoed in X-Request-Id and the error log; "
+                           "else one is made.",
+            "schema", "type", "string", "minLength", 1, "maxLength", 64,
+            "pattern", "^[A-Za-z0-9._:-]+$")));
+
+    json_object_set_new(components, "headers", json_pack(
+        "{s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}},"
+        " s:{s:s, s:{s:s}}}",
+        "X-Request-Id",
+          "description", "The request's id.", "schema", "type", "string",
+        "Retry-After",
+          "description", "Seconds to wait before a retry.",
+          "schema", "type", "string",
+        "WWW-Authenticate",
+          "description", "Bearer, or Bearer error=\"invalid_token\" "
+                         "with why.",
+          "schema", "type", "string",
+        "Content-Language",
+          "description", "en or fr.", "schema", "type", "string"));
+
+    json_object_set_new(doc, "components", components);
+
+    json_decref(names);
+
+    return doc;
+
+failed:
+
+    json_decref(schemas);
+    json_decref(doc);
+    json_decref(paths);
+    json_decref(names);
+    json_decref(components);
+
+    return NULL;
+}
+
+
+/* one operation, and its HEAD when the GET has one */
+
+static ngx_int_t
+ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
+    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep)
+{
+    char                           *template;
+    json_t                         *item, *op, *params, *responses, *res;
+    json_t                         *example, *body, *security, *v, *head;
+    json_t                         *content, *schema, *examples, *headers;
+    const char                     *key, *method, *sep;
+    ngx_uint_t                      i, s, n, auth, required;
+    json_error_t                    error;
+    ngx_platform_field_t           *f;
+    ngx_platform_openapi_doc_t     *doc;
+    ngx_platform_openapi_error_t   *err;
+    ngx_platform_openapi_errors_t   errors;
+    u_char                          text[4096], *p, *last;
+    u_char                          name[16];
+
+    method = ngx_platform_openapi_method(ep->method);
+    if (method == NULL) {
+        return NGX_ERROR;
+    }
+
+    doc = ngx_platform_openapi_doc(ep);
+
+    example = NULL;
+
+    if (doc && doc->example) {
+        example = json_loads(doc->example, 0, &error);
+        if (example == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    op = json_object();
+    params = json_array();
+
+    if (op == NULL || params == NULL) {
+        return NGX_ERROR;
+    }
+
+    v = ngx_platform_openapi_path(ep, params, example);
+    if (v == NULL) {
+        return NGX_ERROR;
+    }
+
+    template = (char *) json_string_value(v);
+
+    item = json_object_get(paths, template);
+    if (item == NULL) {
+        item = json_object();
+        json_object_set_new(paths, template, item);
+    }
+
+    json_decref(v);
+
+    json_object_set_new(op, "tags",
+                        json_pack("[s#]", family->name.data,
+                                  (int) family->name.len));
+
+    json_object_set_new(op, "operationId",
+                        ngx_platform_openapi_operation_id(ep, method, names));
+
+    if (ep->sql && ep->sql->ok) {
+        json_object_set_new(op, "summary", json_string(ep->sql->ok));
+
+    } else if (doc && doc->ok) {
+        json_object_set_new(op, "summary", json_string(doc->ok));
+    }
+
+    /* the tenancy headers, as the core requires them */
+
+    auth = ep->auth;
+
+    if (ep->inputs & NGX_PLATFORM_IN_TENANT || auth & NGX_PLATFORM_AUTH_TENANT)
+    {
+        required = (auth & NGX_PLATFORM_AUTH_TENANT)
+                   || !(auth & (NGX_PLATFORM_AUTH_BEARER
+                                |NGX_PLATFORM_AUTH_APIKEY));
+
+        json_array_append_new(params,
+                              ngx_platform_openapi_ref("parameters",
+                                  required ? "tenantId" : "tenantIdOptional"));
+    }
+
+    if (ep->inputs & NGX_PLATFORM_IN_COUNTRY) {
+        json_array_append_new(params,
+                          ngx_platform_openapi_ref("parameters",
+                                                   "countryCode"));
+
+    } else if (ep->inputs & NGX_PLATFORM_IN_COUNTRY_OPT) {
+        json_array_append_new(params,
+                          ngx_platform_openapi_ref("parameters",
+                                                   "countryCodeOptional"));
+    }
+
+    if (ep->inputs & NGX_PLATFORM_IN_USER) {
+        v = ngx_platform_openapi_ref("parameters", "userId");
+
+        if (example && json_object_get(json_object_get(example, "headers"),
+                                       "userId"))
+        {
+            /* an example of this operation's own: a parameter of it */
+            json_decref(v);
+            v = json_pack("{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:O}",
+                          "name", "userId", "in", "header", "required", 1,
+                          "description", "Who makes the change.",
+                          "schema", "type", "string", "minLength", 1,
+                          "maxLength", 128, "pattern", "^[!-9;-~]+$",
+                          "example",
+                          json_object_get(json_object_get(example,
+                                                          "headers"),
+                                          "userId"));
+        }
+
+        json_array_append_new(params, v);
+    }
+
+    if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+        json_array_append_new(params,
+                          ngx_platform_openapi_ref("parameters",
+                                                   "acceptLanguage"));
+    }
+
+    json_array_append_new(params,
+                          ngx_platform_openapi_ref("parameters",
+                                                   "requestId"));
+
+    /* the query arguments */
+
+    for (f = ep->query; f && f->name; f++) {
+        schema = ngx_platform_openapi_field(f, 1);
+        if (schema == NULL) {
+            return NGX_ERROR;
+        }
+
+        v = json_pack("{s:s, s:s, s:b, s:o}", "name", f->name,
+                      "in", "query",
+                      "required", (f->flags & NGX_PLATFORM_F_REQUIRED) != 0,
+                      "schema", schema);
+
+        if (example
+            && json_object_get(json_object_get(example, "query"), f->name))
+        {
+            json_object_set(v, "example",
+                            json_object_get(json_object_get(example,
+                                                            "query"),
+                                            f->name));
+        }
+
+        json_array_append_new(params, v);
+    }
+
+    json_object_set_new(op, "parameters", params);
+
+    /* the credentials: one requirement, every scheme of it at once */
+
+    security = json_object();
+
+    if (auth & NGX_PLATFORM_AUTH_BEARER) {
+        json_object_set_new(security, "bearerAuth", json_array());
+    }
+
+    if (auth & NGX_PLATFORM_AUTH_APIKEY) {
+        json_object_set_new(security, "apiKey", json_array());
+    }
+
+    if (json_object_size(security)) {
+        json_object_set_new(op, "security", json_pack("[o]", security));
+
+    } else {
+        json_decref(security);
+        json_object_set_new(op, "security", json_array());
+    }
+
+    /* the body */
+
+    if (ep->body) {
+        schema = ngx_platform_openapi_object(ep->body);
+        if (schema == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (ep->body->name == NULL) {
+            json_object_set_new(schema, "description",
+                                json_string("Any JSON object."));
+        }
+
+        content = json_pack("{s:o}", "schema", schema);
+
+        body = example ? json_object_get(example, "body") : NULL;
+        if (body) {
+            json_object_set(content, "example", body);
+        }
+
+        json_object_set_new(op, "requestBody", json_pack(
+            "{s:b, s:s, s:{s:o}}",
+            "required", 1,
+            "description", "A JSON object (application/json; text/json, "
+                           "text/plain or no Content-Type are read as "
+                           "JSON too). Unknown fields are ignored.",
+            "content", "application/json", content));
+    }
+
+    /* the answers, by status */
+
+    responses = json_object();
+
+    v = ngx_platform_openapi_success(family, ep, doc);
+    if (v == NULL) {
+        return NGX_ERROR;
+    }
+
+    json_object_set_new(responses, "200", v);
+
+    errors.n = 0;
+
+    ngx_platform_openapi_errors(family, ep, doc, &errors);
+
+    for (s = 100; s < 600; s++) {
+
+        n = 0;
+        examples = json_object();
+        p = text;
+        last = text + sizeof(text) - 1;
+
+        for (i = 0; i < errors.n; i++) {
+            err = &errors.errors[i];
+
+            if (err->status != s) {
+                continue;
+            }
+
+            if (err->message == NULL) {
+                /* a status without a body: 304 */
+                n++;
+                continue;
+            }
+
+            sep = (p == text) ? "" : "; ";
+
+            if (ngx_strcmp(err->message, err->detail) == 0) {
+                p = ngx_slprintf(p, last, "%s%s", sep, err->message);
+
+            } else {
+                p = ngx_slprintf(p, last, "%s%s (%s)", sep, err->message,
+                                 err->detail);
+            }
+
+            ngx_snprintf(name, sizeof(name), "e%ui%Z", ++n);
+
+            json_object_set_new(examples, (char *) name,
+                                json_pack("{s:s, s:o}",
+                                          "summary", err->message,
+                                          "value",
+                                          ngx_platform_openapi_error_body(
+                                              family->envelope, err)));
+        }
+
+        if (n == 0) {
+            json_decref(examples);
+            continue;
+        }
+
+        *p = '\0';
+
+        headers = json_pack("{s:o}", "X-Request-Id",
+                            ngx_platform_openapi_ref("headers",
+                                                     "X-Request-Id"));
+
+        if (s == NGX_HTTP_SERVICE_UNAVAILABLE || s == 429) {
+            json_object_set_new(headers, "Retry-After",
+                                ngx_platform_openapi_ref("headers",
+                                                         "Retry-After"));
+        }
+
+        if (s == NGX_HTTP_UNAUTHORIZED) {
+            json_object_set_new(headers, "WWW-Authenticate",
+                                ngx_platform_openapi_ref("headers",
+                                                         "WWW-Authenticate"));
+        }
+
+        if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+            json_object_set_new(headers, "Content-Language",
+                                ngx_platform_openapi_ref("headers",
+                                                         "Content-Language"));
+        }
+
+        if (json_object_size(examples) == 0) {
+            json_decref(examples);
+
+            res = json_pack("{s:s, s:o}",
+                            "description", s == NGX_HTTP_NOT_MODIFIED
+                                ? "Not modified: If-None-Match holds the "
+                                  "ETag." : "No body.",
+                            "headers", headers);
+
+        } else {
+            key = (family->envelope == NGX_PLATFORM_ENVELOPE_A)
+                  ? "EnvelopeAError"
+                  : (family->envelope == NGX_PLATFORM_ENVELOPE_SALES)
+                    ? "SalesError" : "EnvelopeBError";
+
+            res = json_pack("{s:s, s:o, s:{s:{s:o, s:o}}}",
+                            "description", text,
+                            "headers", headers,
+                            "content", "application/json",
+                              "schema", ngx_platform_openapi_ref("schemas",
+                                                                 key),
+                              "examples", examples);
+        }
+
+        p = ngx_sprintf(text, "%ui%Z", s);
+        json_object_set_new(responses, (char *) text, res);
+    }
+
+    json_object_set_new(op, "responses", responses);
+
+    /* a HEAD is a GET without the body, unless the GET changes state */
+
+    if (ep->method == NGX_HTTP_GET && !(ep->inputs & NGX_PLATFORM_IN_NO_HEAD))
+    {
+        head = json_deep_copy(op);
+
+        json_object_set_new(head, "operationId",
+                            ngx_platform_openapi_operation_id(ep, "head",
+                                                              names));
+        json_object_set_new(head, "summary",
+                            json_string("The GET's headers, without its "
+                                        "body."));
+
+        responses = json_object_get(head, "responses");
+
+        json_object_foreach(responses, key, res) {
+            json_object_del(res, "content");
+        }
+
+        json_object_set_new(item, "head", head);
+    }
+
+    json_object_set_new(item, method, op);
+
+    json_decref(example);
+
+    return NGX_OK;
+}
+
+
+static ngx_platform_openapi_doc_t *
+ngx_platform_openapi_doc(ngx_platform_endpoint_t *ep)
+{
+    ngx_platform_openapi_doc_t  *doc;
+
+    for (doc = ngx_platform_openapi_docs; doc->pattern; doc++) {
+        if (doc->method == ep->method
+            && ngx_strcmp(doc->pattern, ep->pattern) == 0)
+        {
+            return doc;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * The path template of a pattern ("v{version}" stays, "{uuid:name}" is
+ * "{name}", a capture without a name "{id}") and its path parameters
+ */
+
+static json_t *
+ngx_platform_openapi_path(ngx_platform_endpoint_t *ep, json_t *params,
+    json_t *example)
+{
+    u_char      *p, *end, *seg, *colon, *q;
+    u_char       path[1024], name[64];
+    size_t       len;
+    json_t      *param, *schema, *v;
+    ngx_uint_t   uuid, version;
+
+    p = (u_char *) ep->pattern;
+    end = p + ngx_strlen(p);
+    q = path;
+
+    while (p < end) {
+        seg = ++p;
+
+        while (p < end && *p != '/') {
+            p++;
+        }
+
+        len = p - seg;
+
+        if ((size_t) (q - path) + len + 2 >= sizeof(path)) {
+            return NULL;
+        }
+
+        *q++ = '/';
+
+        if (len == 0 || seg[len - 1] != '}') {
+            q = ngx_cpymem(q, seg, len);
+            continue;
+        }
+
+        if (seg[0] == 'v') {
+            *q++ = 'v';
+            seg++;
+            len--;
+        }
+
+        seg++;
+        len -= 2;
+
+        colon = ngx_strlchr(seg, seg + len, ':');
+        version = (len == 7 && ngx_strncmp(seg, "version", 7) == 0);
+        uuid = (ngx_strncmp(seg, "uuid", 4) == 0);
+
+        if (version) {
+            ngx_cpystrn(name, (u_char *) "version", sizeof(name));
+
+        } else if (colon) {
+            ngx_cpystrn(name, colon + 1,
+                        ngx_min((size_t) (seg + len - colon), sizeof(name)));
+
+        } else {
+            ngx_cpystrn(name, (u_char *) "id", sizeof(name));
+        }
+
+        q = ngx_sprintf(q, "{%s}", name);
+
+        if (version) {
+            schema = json_pack("{s:s, s:[s, s]}", "type", "string",
+                               "enum", "1", "1.0");
+
+        } else if (uuid) {
+            schema = json_pack("{s:s, s:s}", "type", "string",
+                               "format", "uuid");
+
+        } else {
+            schema = json_pack("{s:s, s:i}", "type", "string",
+                               "minLength", 1);
+        }
+
+        param = json_pack("{s:s, s:s, s:b, s:o}", "name", (char *) name,
+                          "in", "path", "required", 1, "schema", schema);
+
+        if (version) {
+            json_object_set_new(param, "example", json_string("1"));
+
+        } else if (example) {
+            v = json_object_get(json_object_get(example, "path"),
+                                (char *) name);
+            if (v) {
+                json_object_set(param, "example", v);
+            }
+        }
+
+        json_array_append_new(params, param);
+    }
+
+    *q = '\0';
+
+    return json_string((char *) path);
+}
+
+
+/* JSON Schema 2020-12 of a field as the validator checks it */
+
+static json_t *
+ngx_platform_openapi_field(ngx_platform_field_t *f, ngx_uint_t query)
+{
+    char      **v;
+    json_t     *s, *values;
+    const char *type, *desc;
+
+    s = json_object();
+    if (s == NULL) {
+        return NULL;
+    }
+
+    desc = NULL;
+
+    switch (f->type) {
+
+    case NGX_PLATFORM_T_UUID:
+        type = "string";
+        json_object_set_new(s, "format", json_string("uuid"));
+        break;
+
+    case NGX_PLATFORM_T_INTEGER:
+        type = "integer";
+        break;
+
+    case NGX_PLATFORM_T_NUMBER:
+        type = "number";
+        break;
+
+    case NGX_PLATFORM_T_BOOLEAN:
+        type = "boolean";
+        break;
+
+    case NGX_PLATFORM_T_OBJECT:
+        json_decref(s);
+        s = ngx_platform_openapi_object(f->items);
+        type = "object";
+        break;
+
+    case NGX_PLATFORM_T_ARRAY:
+        type = "array";
+
+        if (f->items) {
+            json_object_set_new(s, "items",
+                                ngx_platform_openapi_object(f->items));
+        }
+
+        break;
+
+    case NGX_PLATFORM_T_ENUM:
+        type = "string";
+        values = json_array();
+
+        for (v = f->values; v && *v; v++) {
+            json_array_append_new(values, json_string(*v));
+        }
+
+        if (f->flags & NGX_PLATFORM_F_NULLABLE) {
+            json_array_append_new(values, json_null());
+        }
+
+        json_object_set_new(s, "enum", values);
+        break;
+
+    case NGX_PLATFORM_T_DATE:
+        type = "string";
+        json_object_set_new(s, "format", json_string("date"));
+        break;
+
+    case NGX_PLATFORM_T_DATETIME:
+        type = "string";
+        desc = "An ISO 8601 date, or a date-time with an optional offset "
+               "(none: UTC).";
+        json_object_set_new(s, "pattern", json_string(
+            "^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}"
+            "(:[0-9]{2}(\\.[0-9]{1,9})?)?([Zz]|[+-][0-9]{2}:[0-9]{2})?)?$"));
+        break;
+
+    case NGX_PLATFORM_T_IBAN:
+        type = "string";
+        desc = "An IBAN (ISO 13616) in electronic format, or \"\": none.";
+        json_object_set_new(s, "pattern", json_string(
+                            "^([A-Z]{2}[0-9]{2}[A-Z0-9]{11,30})?$"));
+        break;
+
+    case NGX_PLATFORM_T_BIC:
+        type = "string";
+        desc = "A BIC (ISO 9362), or \"\": none.";
+        json_object_set_new(s, "pattern", json_string(
+                            "^([A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?)?$"));
+        break;
+
+    default: /* NGX_PLATFORM_T_STRING */
+        type = "string";
+
+        if (f->flags & NGX_PLATFORM_F_TRIM) {
+            desc = "Leading and trailing spaces, tabs, CR and LF are "
+                   "trimmed; the length is counted trimmed.";
+        }
+
+        break;
+    }
+
+    if (f->flags & (NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX)) {
+
+        switch (f->type) {
+
+        case NGX_PLATFORM_T_INTEGER:
+            if (f->flags & NGX_PLATFORM_F_MIN) {
+                json_object_set_new(s, "minimum",
+                                    json_integer((json_int_t) f->min));
+            }
+
+            if (f->flags & NGX_PLATFORM_F_MAX) {
+                json_object_set_new(s, "maximum",
+                                    json_integer((json_int_t) f->max));
+            }
+
+            break;
+
+        case NGX_PLATFORM_T_NUMBER:
+            if (f->flags & NGX_PLATFORM_F_MIN) {
+                json_object_set_new(s, "minimum", json_real(f->min));
+            }
+
+            if (f->flags & NGX_PLATFORM_F_MAX) {
+                json_object_set_new(s, "maximum", json_real(f->max));
+            }
+
+            break;
+
+        case NGX_PLATFORM_T_ARRAY:
+            if (f->flags & NGX_PLATFORM_F_MIN) {
+                json_object_set_new(s, "minItems",
+                                    json_integer((json_int_t) f->min));
+            }
+
+            if (f->flags & NGX_PLATFORM_F_MAX) {
+                json_object_set_new(s, "maxItems",
+                                    json_integer((json_int_t) f->max));
+            }
+
+            break;
+
+        default:
+            if (f->flags & NGX_PLATFORM_F_MIN) {
+                json_object_set_new(s, "minLength",
+                                    json_integer((json_int_t) f->min));
+            }
+
+            if (f->flags & NGX_PLATFORM_F_MAX) {
+                json_object_set_new(s, "maxLength",
+                                    json_integer((json_int_t) f->max));
+            }
+
+            break;
+        }
+    }
+
+    if (f->flags & NGX_PLATFORM_F_UNIQUE) {
+        desc = "Each value once in the array.";
+    }
+
+    if (desc) {
+        json_object_set_new(s, "description", json_string(desc));
+    }
+
+    if ((f->flags & NGX_PLATFORM_F_NULLABLE) && !query) {
+        json_object_set_new(s, "type", json_pack("[s, s]", type, "null"));
+
+    } else {
+        json_object_set_new(s, "type", json_string(type));
+    }
+
+    if (f->def) {
+        json_object_set_new(s, "default",
+                            f->type == NGX_PLATFORM_T_INTEGER
+                            ? json_integer(ngx_atoi((u_char *) f->def,
+                                                    ngx_strlen(f->def)))
+                            : json_string(f->def));
+    }
+
+    return s;
+}
+
+
+static json_t *
+ngx_platform_openapi_object(ngx_platform_field_t *fields)
+{
+    json_t                *s, *props, *required;
+    ngx_platform_field_t  *f;
+
+    s = json_object();
+    props = json_object();
+    required = json_array();
+
+    for (f = fields; f && f->name; f++) {
+        json_object_set_new(props, f->name,
+                            ngx_platform_openapi_field(f, 0));
+
+        if (f->flags & NGX_PLATFORM_F_REQUIRED) {
+            json_array_append_new(required, json_string(f->name));
+        }
+    }
+
+    json_object_set_new(s, "type", json_string("object"));
+
+    if (json_object_size(props)) {
+        json_object_set_new(s, "properties", props);
+
+    } else {
+        json_decref(props);
+    }
+
+    if (json_array_size(required)) {
+        json_object_set_new(s, "required", required);
+
+    } else {
+        json_decref(required);
+    }
+
+    return s;
+}
+
+
+/* 200: the data in the family's envelope, as the statement answers it */
+
+static json_t *
+ngx_platform_openapi_success(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc)
+{
+    json_t        *data, *schema, *headers, *props;
+    const char    *message;
+    json_error_t   error;
+
+    headers = json_pack("{s:o}", "X-Request-Id",
+                        ngx_platform_openapi_ref("headers", "X-Request-Id"));
+
+    if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+        json_object_set_new(headers, "Content-Language",
+                            ngx_platform_openapi_ref("headers",
+                                                     "Content-Language"));
+    }
+
+    if (ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_EMPTY) {
+        return json_pack("{s:s, s:o}", "description",
+                         "Done: no body (Content-Length: 0).",
+                         "headers", headers);
+    }
+
+    if (doc && doc->data) {
+        data = json_loads(doc->data, 0, &error);
+
+    } else {
+        data = json_pack("{s:s}", "type", "object");
+    }
+
+    if (data == NULL) {
+        json_decref(headers);
+        return NULL;
+    }
+
+    message = (ep->sql && ep->sql->ok) ? ep->sql->ok
+                                       : (doc ? doc->ok : NULL);
+
+    if ((doc && doc->bare)
+        || family->envelope == NGX_PLATFORM_ENVELOPE_SALES
+        || (ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_RAW))
+    {
+        /* the document is the whole body */
+        schema = data;
+
+    } else if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+        props = json_pack("{s:{s:b}, s:{s:s}, s:{s:s, s:i}, s:o}",
+                          "succeeded", "const", 1,
+                          "message", "type", "string",
+                          "errors", "type", "array", "maxItems", 0,
+                          "data", data);
+
+        if (message) {
+            json_object_set_new(json_object_get(props, "message"),
+                                "example", json_string(message));
+        }
+
+        if (ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_PAGE) {
+            json_object_set_new(props, "pageNumber",
+                                json_pack("{s:s}", "type", "integer"));
+            json_object_set_new(props, "pageSize",
+                                json_pack("{s:s}", "type", "integer"));
+            json_object_set_new(props, "total",
+                                json_pack("{s:s, s:s}", "type", "integer",
+                                          "description",
+                                          "Items of every page."));
+        }
+
+        schema = json_pack("{s:s, s:o}", "type", "object",
+                           "properties", props);
+
+    } else {
+        props = json_pack("{s:{s:b}, s:{s:i}, s:{s:s}, s:o,"
+                          " s:{s:s, s:i}}",
+                          "status", "const", 1,
+                          "statusCode", "const", 0,
+                          "message", "type", "string",
+                          "data", data,
+                          "errors", "type", "array", "maxItems", 0);
+
+        if (message) {
+            json_object_set_new(json_object_get(props, "message"),
+                                "example", json_string(message));
+        }
+
+        schema = json_pack("{s:s, s:o}", "type", "object",
+                           "properties", props);
+    }
+
+    return json_pack("{s:s, s:o, s:{s:{s:o}}}",
+                     "description", message ? message : "Success.",
+                     "headers", headers,
+                     "content", "application/json", "schema", schema);
+}
+
+
+/* every refusal the core, the statement and the code declare */
+
+static void
+ngx_platform_openapi_errors(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc,
+    ngx_platform_openapi_errors_t *e)
+{
+    ngx_uint_t                      auth, credential;
+    ngx_platform_sql_t             *sql;
+    ngx_platform_field_t           *f;
+    ngx_platform_outcome_t         *o;
+    ngx_platform_openapi_answer_t  *a;
+
+    auth = ep->auth;
+    credential = auth & (NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_APIKEY);
+
+    /* the credentials, before anything else */
+
+    if (auth & NGX_PLATFORM_AUTH_BEARER) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_UNAUTHORIZED,
+                                       "Authentication required.",
+                                       "A bearer token is required.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_UNAUTHORIZED,
+                                       "Invalid token.",
+                                       "The token has expired.");
+    }
+
+    if (auth & NGX_PLATFORM_AUTH_APIKEY) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_UNAUTHORIZED,
+                                       "Authentication required.",
+                                       "An API key is required.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_UNAUTHORIZED,
+                                       "Invalid API key.",
+                                       "The API key is not valid.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_FORBIDDEN,
+                                       "Access denied.",
+                                       "The API key is not valid for this "
+                                       "endpoint.");
+    }
+
+    if ((auth & NGX_PLATFORM_AUTH_BEARER) && (auth & NGX_PLATFORM_AUTH_APIKEY))
+    {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_FORBIDDEN,
+                                       "Access denied.",
+                                       "The API key and the token belong "
+                                       "to other tenants.");
+    }
+
+    if (credential && ((ep->inputs & NGX_PLATFORM_IN_TENANT)
+                       || (auth & NGX_PLATFORM_AUTH_TENANT)))
+    {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_FORBIDDEN,
+                                       "Access denied.",
+                                       "The tenantId header does not match "
+                                       "the credentials.");
+    }
+
+    /* the declared inputs */
+
+    if ((auth & NGX_PLATFORM_AUTH_TENANT)
+        || ((ep->inputs & NGX_PLATFORM_IN_TENANT) && !credential))
+    {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "tenantId header is required.",
+                                       "tenantId header is required.");
+    }
+
+    if (ep->inputs & NGX_PLATFORM_IN_COUNTRY) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "countryCode header is required.",
+                                       "countryCode header is required.");
+    }
+
+    if (ep->inputs & NGX_PLATFORM_IN_COUNTRY_OPT) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "countryCode header is invalid.",
+                                       "countryCode header is invalid.");
+    }
+
+    if (ep->inputs & NGX_PLATFORM_IN_USER) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "userId header is required.",
+                                       "userId header is required.");
+    }
+
+    if (ep->inputs & NGX_PLATFORM_IN_MERCHANT) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_FORBIDDEN,
+                                       "The token carries no merchantId.",
+                                       "This operation acts for a "
+                                       "merchant: its token needs a "
+                                       "merchantId claim.");
+    }
+
+    if (ngx_strstr(ep->pattern, "{version}")) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_NOT_FOUND,
+                                       "API version not supported.",
+                                       "Supported versions: 1, 1.0.");
+    }
+
+    if (ngx_strstr(ep->pattern, "{uuid")) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       ep->invalid ? ep->invalid
+                                                   : "Bad request.",
+                                       ep->invalid_detail
+                                       ? ep->invalid_detail
+                                       : "The id must be a uuid.");
+    }
+
+    for (f = ep->query; f && f->name; f++) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "Bad request.",
+                                       "<name> of the query argument at "
+                                       "fault and why, e.g. \"<name> must "
+                                       "be at most <n>.\"");
+        break;
+    }
+
+    if (ep->body) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "The request body is not valid JSON.",
+                                       "Malformed JSON at line <l>, column "
+                                       "<c>: <why>");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                       "The request body must be a JSON "
+                                       "object.", "Expected a JSON object.");
+
+        if (ep->body->name) {
+            ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                           "Bad request.",
+                                           "<name> of the field at fault "
+                                           "and why, e.g. \"<name> is "
+                                           "required.\"");
+        }
+
+        ngx_platform_openapi_add_error(e, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                       "Request body too large.",
+                                       "Request body too large.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                       "Unsupported media type.",
+                                       "Send the body as application/json.");
+    }
+
+    /* the statement's answers and named refusals */
+
+    sql = ep->sql;
+
+    if (sql) {
+        if (sql->missing) {
+            ngx_platform_openapi_add_error(e, NGX_HTTP_NOT_FOUND,
+                                           sql->missing,
+                                           sql->missing_detail);
+        }
+
+        if (sql->conflict) {
+            ngx_platform_openapi_add_error(e, NGX_HTTP_CONFLICT,
+                                           sql->conflict,
+                                           sql->conflict_detail);
+        }
+
+        if (sql->reference) {
+            ngx_platform_openapi_add_error(e, sql->reference,
+                                           sql->reference_message,
+                                           sql->reference_detail);
+        }
+
+        if (sql->refused) {
+            ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                           sql->refused,
+                                           sql->refused_detail);
+        }
+
+        for (o = sql->outcomes; o && o->name; o++) {
+            ngx_platform_openapi_add_error(e, o->status, o->message,
+                                           o->detail);
+        }
+    }
+
+    /* what the endpoint's code answers itself */
+
+    for (a = doc ? doc->answers : NULL; a && a->status; a++) {
+        ngx_platform_openapi_add_error(e, a->status, a->message, a->detail);
+    }
+
+    if (family->backends) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       "Service temporarily unavailable.",
+                                       "A backend is unavailable; retry "
+                                       "shortly.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       "Service temporarily unavailable.",
+                                       "A backend did not answer in time; "
+                                       "retry shortly.");
+    }
+}
+
+
+static void
+ngx_platform_openapi_add_error(ngx_platform_openapi_errors_t *e,
+    ngx_uint_t status, const char *message, const char *detail)
+{
+    ngx_uint_t                     i;
+    ngx_platform_openapi_error_t  *err;
+
+    if (detail == NULL) {
+        detail = message;
+    }
+
+    for (i = 0; i < e->n; i++) {
+        err = &e->errors[i];
+
+        if (err->status == status
+            && (err->message == message
+                || (err->message && message
+                    && ngx_strcmp(err->message, message) == 0))
+            && (err->detail == detail
+                || (err->detail && detail
+                    && ngx_strcmp(err->detail, detail) == 0)))
+        {
+            return;
+        }
+    }
+
+    if (e->n == NGX_PLATFORM_OPENAPI_ERRORS) {
+        return;
+    }
+
+    err = &e->errors[e->n++];
+
+    err->status = status;
+    err->message = message;
+    err->detail = detail;
+}
+
+
+/* an error as ngx_platform_answer() writes it */
+
+static json_t *
+ngx_platform_openapi_error_body(ngx_uint_t envelope,
+    ngx_platform_openapi_error_t *err)
+{
+    switch (envelope) {
+
+    case NGX_PLATFORM_ENVELOPE_A:
+        return json_pack("{s:b, s:s, s:[s], s:n}",
+                         "succeeded", 0, "message", err->message,
+                         "errors", err->detail, "data");
+
+    case NGX_PLATFORM_ENVELOPE_SALES:
+        return json_pack("{s:s, s:n, s:[s]}",
+                         "message", err->message, "data",
+                         "errors", err->detail);
+
+    default:
+        return json_pack("{s:b, s:i, s:s, s:{}, s:[{s:s, s:s}]}",
+                         "status", 0, "statusCode", (int) err->status,
+                         "message", err->message, "data",
+                         "errors", "message", err->message,
+                         "descriptiveMessage", err->detail);
+    }
+}
+
+
+/* "getApiPersonAccountsGet": the method and the literal segments */
+
+static json_t *
+ngx_platform_openapi_operation_id(ngx_platform_endpoint_t *ep,
+    const char *method, json_t *names)
+{
+    u_char      *p, *q, *last;
+    u_char       id[256];
+    ngx_uint_t   upper, skip, n;
+
+    q = ngx_cpystrn(id, (u_char *) method, sizeof(id));
+    last = id + sizeof(id) - 8;
+
+    upper = 1;
+    skip = 0;
+
+    for (p = (u_char *) ep->pattern; *p && q < last; p++) {
+
+        if (*p == '{') {
+            skip = 1;
+            continue;
+        }
+
+        if (*p == '}') {
+            skip = 0;
+            upper = 1;
+            continue;
+        }
+
+        if (skip || (*p == 'v' && p[1] == '{')) {
+            continue;
+        }
+
+        if (!ngx_platform_openapi_alnum(*p)) {
+            upper = 1;
+            continue;
+        }
+
+        *q++ = upper ? ngx_toupper(*p) : *p;
+        upper = 0;
+    }
+
+    *q = '\0';
+
+    /* unique: a second "postX" is "postX2" */
+
+    for (n = 2; json_object_get(names, (char *) id); n++) {
+        ngx_sprintf(q, "%ui%Z", n);
+    }
+
+    json_object_set_new(names, (char *) id, json_true());
+
+    return json_string((char *) id);
+}
+
+
+static const char *
+ngx_platform_openapi_method(ngx_uint_t method)
+{
+    switch (method) {
+    case NGX_HTTP_GET:
+        return "get";
+    case NGX_HTTP_POST:
+        return "post";
+    case NGX_HTTP_PUT:
+        return "put";
+    case NGX_HTTP_PATCH:
+        return "patch";
+    case NGX_HTTP_DELETE:
+        return "delete";
+    default:
+        return NULL;
+    }
+}
+
+
+static json_t *
+ngx_platform_openapi_ref(const char *kind, const char *name)
+{
+    u_char  ref[128];
+
+    ngx_snprintf(ref, sizeof(ref), "#/components/%s/%s%Z", kind, name);
+
+    return json_pack("{s:s}", "$ref", (char *) ref);
+}
