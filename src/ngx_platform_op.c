@@ -19,6 +19,7 @@
 
 static ngx_int_t ngx_platform_sql_send(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_counted(ngx_http_request_t *r, ngx_int_t rc);
 static void ngx_platform_sql_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
@@ -464,17 +465,9 @@ ngx_int_t
 ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
-    ngx_int_t  rc;
-
-    rc = ngx_platform_pg_query(r->pool, r->connection->log, stmt, params,
-                               handler, r);
-
-    if (rc == NGX_DONE) {
-        r->main->count++;
-        return NGX_DONE;
-    }
-
-    return ngx_platform_backend_fail(r, rc);
+    return ngx_platform_counted(r, ngx_platform_pg_query(r->pool,
+                                    r->connection->log, stmt, params,
+                                    handler, r));
 }
 
 
@@ -482,11 +475,17 @@ ngx_int_t
 ngx_platform_read_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
-    ngx_int_t  rc;
+    return ngx_platform_counted(r, ngx_platform_pg_read_query(r->pool,
+                                    r->connection->log, stmt, params,
+                                    handler, r));
+}
 
-    rc = ngx_platform_pg_read_query(r->pool, r->connection->log, stmt,
-                                    params, handler, r);
 
+/* a backend took the operation: the request is counted until it answers */
+
+static ngx_int_t
+ngx_platform_counted(ngx_http_request_t *r, ngx_int_t rc)
+{
     if (rc == NGX_DONE) {
         r->main->count++;
         return NGX_DONE;

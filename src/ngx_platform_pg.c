@@ -142,6 +142,9 @@ struct ngx_platform_pg_pool_s {
 };
 
 
+static ngx_int_t ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read);
 static ngx_platform_pg_op_t *ngx_platform_pg_op_create(ngx_log_t *log,
     ngx_platform_pg_step_t *steps, ngx_uint_t n);
 static ngx_int_t ngx_platform_pg_submit(ngx_platform_pg_op_t *op,
@@ -230,20 +233,7 @@ ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data)
 {
-    ngx_platform_pg_op_t    *op;
-    ngx_platform_pg_step_t   step;
-
-    step.stmt = stmt;
-    step.params = params;
-
-    op = ngx_platform_pg_op_create(log, &step, 1);
-    if (op == NULL) {
-        return NGX_ERROR;
-    }
-
-    op->handler = handler;
-
-    return ngx_platform_pg_submit(op, pool, log, data);
+    return ngx_platform_pg_single(pool, log, stmt, params, handler, data, 0);
 }
 
 
@@ -251,6 +241,15 @@ ngx_int_t
 ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data)
+{
+    return ngx_platform_pg_single(pool, log, stmt, params, handler, data, 1);
+}
+
+
+static ngx_int_t
+ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
+    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read)
 {
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_step_t   step;
@@ -264,7 +263,7 @@ ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
     }
 
     op->handler = handler;
-    op->read = 1;
+    op->read = read;
 
     return ngx_platform_pg_submit(op, pool, log, data);
 }
