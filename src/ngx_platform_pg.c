@@ -105,6 +105,7 @@ struct ngx_platform_pg_op_s {
     PGresult                   **results;
     ngx_platform_pg_slot_t      *slots;
     ngx_uint_t                   ncalls;
+    ngx_uint_t                   first;      /* 1: calls[0] is the scope */
     ngx_uint_t                   nslots;
     ngx_uint_t                   slot;       /* whose results come next */
     ngx_uint_t                   failed;
@@ -143,10 +144,10 @@ struct ngx_platform_pg_pool_s {
 
 
 static ngx_int_t ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read);
 static ngx_platform_pg_op_t *ngx_platform_pg_op_create(ngx_log_t *log,
-    ngx_platform_pg_step_t *steps, ngx_uint_t n);
+    ngx_str_t *scope, ngx_platform_pg_step_t *steps, ngx_uint_t n);
 static ngx_int_t ngx_platform_pg_submit(ngx_platform_pg_op_t *op,
     ngx_pool_t *pool, ngx_log_t *log, void *data);
 static ngx_int_t ngx_platform_pg_place(ngx_platform_pg_pool_t *pool,
@@ -227,27 +228,39 @@ static ngx_platform_pg_pool_t  *ngx_platform_pg_replica;
  */
 static ngx_connection_t         ngx_platform_pg_timer_conn;
 
+/*
+ * The tenant of an operation's statements under row-level security: a
+ * setting local to the implicit transaction that the operation's sync
+ * point closes, so that it never outlives the operation on the shared
+ * connection.
+ */
+static ngx_platform_pg_stmt_t   ngx_platform_pg_scope_stmt = {
+    "platform_scope", "SELECT set_config('app.tenant_id', $1, true)", 1, 0
+};
+
 
 ngx_int_t
-ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
+ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data)
 {
-    return ngx_platform_pg_single(pool, log, stmt, params, handler, data, 0);
+    return ngx_platform_pg_single(pool, log, scope, stmt, params, handler,
+                                  data, 0);
 }
 
 
 ngx_int_t
 ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data)
 {
-    return ngx_platform_pg_single(pool, log, stmt, params, handler, data, 1);
+    return ngx_platform_pg_single(pool, log, scope, stmt, params, handler,
+                                  data, 1);
 }
 
 
 static ngx_int_t
-ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
+ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
     ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read)
 {
@@ -257,7 +270,7 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
     step.stmt = stmt;
     step.params = params;
 
-    op = ngx_platform_pg_op_create(log, &step, 1);
+    op = ngx_platform_pg_op_create(log, scope, &step, 1);
     if (op == NULL) {
         return NGX_ERROR;
     }
@@ -270,7 +283,7 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
 
 
 ngx_int_t
-ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
+ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
     ngx_platform_pg_step_t *steps, ngx_uint_t n,
     ngx_platform_pg_batch_handler_pt handler, void *data)
 {
@@ -280,7 +293,7 @@ ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
         return NGX_ERROR;
     }
 
-    op = ngx_platform_pg_op_create(log, steps, n);
+    op = ngx_platform_pg_op_create(log, scope, steps, n);
     if (op == NULL) {
         return NGX_ERROR;
     }
@@ -295,16 +308,17 @@ ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
 /*
  * One heap allocation for the op, one for what it sends: the calls,
  * results and slots of a batch (a prepare and an execute a step at
- * most) and every parameter's bytes.
+ * most) and every parameter's bytes. A scope is one more call, the
+ * first, hidden from the handler.
  */
 
 static ngx_platform_pg_op_t *
-ngx_platform_pg_op_create(ngx_log_t *log, ngx_platform_pg_step_t *steps,
-    ngx_uint_t n)
+ngx_platform_pg_op_create(ngx_log_t *log, ngx_str_t *scope,
+    ngx_platform_pg_step_t *steps, ngx_uint_t n)
 {
     u_char                *p;
     size_t                 size;
-    ngx_uint_t             i;
+    ngx_uint_t             i, first;
     ngx_platform_pg_op_t  *op;
 
     op = ngx_calloc(sizeof(ngx_platform_pg_op_t), log);
@@ -312,11 +326,18 @@ ngx_platform_pg_op_create(ngx_log_t *log, ngx_platform_pg_step_t *steps,
         return NULL;
     }
 
+    first = (scope != NULL);
     size = 0;
 
-    if (n > 1) {
-        size = n * (sizeof(ngx_platform_pg_call_t) + sizeof(PGresult *)
-                    + 2 * sizeof(ngx_platform_pg_slot_t));
+    if (first + n > 1) {
+        size = (first + n) * (sizeof(ngx_platform_pg_call_t)
+                              + sizeof(PGresult *)
+                              + 2 * sizeof(ngx_platform_pg_slot_t));
+    }
+
+    if (first) {
+        size += ngx_platform_pg_params_size(&ngx_platform_pg_scope_stmt,
+                                            scope);
     }
 
     for (i = 0; i < n; i++) {
@@ -335,28 +356,34 @@ ngx_platform_pg_op_create(ngx_log_t *log, ngx_platform_pg_step_t *steps,
 
     op->block = p;
 
-    if (n == 1) {
+    if (first + n == 1) {
         op->calls = &op->call;
         op->results = &op->result;
         op->slots = op->slot_pair;
 
     } else {
         op->calls = (ngx_platform_pg_call_t *) p;
-        p += n * sizeof(ngx_platform_pg_call_t);
+        p += (first + n) * sizeof(ngx_platform_pg_call_t);
 
         op->results = (PGresult **) p;
-        p += n * sizeof(PGresult *);
+        p += (first + n) * sizeof(PGresult *);
 
         op->slots = (ngx_platform_pg_slot_t *) p;
-        p += 2 * n * sizeof(ngx_platform_pg_slot_t);
+        p += 2 * (first + n) * sizeof(ngx_platform_pg_slot_t);
+    }
+
+    if (first) {
+        p = ngx_platform_pg_params_copy(&op->calls[0],
+                                        &ngx_platform_pg_scope_stmt, scope, p);
     }
 
     for (i = 0; i < n; i++) {
-        p = ngx_platform_pg_params_copy(&op->calls[i], steps[i].stmt,
+        p = ngx_platform_pg_params_copy(&op->calls[first + i], steps[i].stmt,
                                         steps[i].params, p);
     }
 
-    op->ncalls = n;
+    op->ncalls = first + n;
+    op->first = first;
 
     return op;
 }
@@ -418,7 +445,7 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
                   "platform: PostgreSQL %s, %s \"%s\" rejected",
                   pgp->nconns ? "pool and queue are full" : "is unavailable",
                   op->batch ? "batch starting with" : "statement",
-                  op->calls[0].stmt->name);
+                  op->calls[op->first].stmt->name);
 
     ngx_platform_pg_op_free(op);
 
@@ -690,7 +717,7 @@ ngx_platform_pg_op_lost(ngx_platform_pg_op_t *op, ngx_int_t rc)
             ngx_log_error(NGX_LOG_INFO, op->log, 0,
                           "platform: read pool unavailable, statement "
                           "\"%s\" runs on the primary",
-                          op->calls[0].stmt->name);
+                          op->calls[op->first].stmt->name);
             return;
         }
     }
@@ -710,7 +737,8 @@ ngx_platform_pg_op_fail(ngx_platform_pg_op_t *op, ngx_int_t rc)
         ngx_platform_pg_op_clear(op);
 
         if (op->batch) {
-            op->batch_handler(op->data, op->results, op->ncalls, 0, rc);
+            op->batch_handler(op->data, op->results + op->first,
+                              op->ncalls - op->first, 0, rc);
 
         } else {
             op->handler(op->data, op, NULL, rc);
@@ -819,7 +847,7 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
 
     ngx_log_error(NGX_LOG_WARN, ev->log, 0,
                   "platform: no PostgreSQL connection had room in time "
-                  "for statement \"%s\"", op->calls[0].stmt->name);
+                  "for statement \"%s\"", op->calls[op->first].stmt->name);
 
     ngx_platform_pg_op_fail(op, NGX_PLATFORM_TIMEOUT);
 }
@@ -1231,7 +1259,9 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
     for (i = 0; i < op->ncalls; i++) {
         call = &op->calls[i];
 
-        ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
+        if (i >= op->first) {
+            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
+        }
 
         if (PQsendQueryPrepared(pc->conn, call->stmt->name,
                                 call->stmt->nparams,
@@ -1610,13 +1640,25 @@ ngx_platform_pg_complete(ngx_platform_pg_op_t *op)
         op->rc = NGX_PLATFORM_TIMEOUT;
     }
 
+    if (op->rc == NGX_ERROR && op->failed < op->first) {
+        /* the scope failed: its error stands for the first statement's */
+        if (op->results[op->first]) {
+            PQclear(op->results[op->first]);
+        }
+
+        op->results[op->first] = op->results[op->failed];
+        op->results[op->failed] = NULL;
+        op->failed = op->first;
+    }
+
     if (op->cleanup) {
         if (op->batch) {
-            op->batch_handler(op->data, op->results, op->ncalls, op->failed,
-                              op->rc);
+            op->batch_handler(op->data, op->results + op->first,
+                              op->ncalls - op->first,
+                              op->failed - op->first, op->rc);
 
         } else {
-            res = op->results[0];
+            res = op->results[op->first];
 
             if (op->rc == NGX_OK && res == NULL) {
                 /* a statement always has a result; never seen */

@@ -48,7 +48,11 @@ typedef void (*ngx_platform_pg_handler_pt)(void *data,
 
 /*
  * Runs stmt with params (stmt->nparams of them; a param with NULL data is
- * SQL NULL; text unless stmt->binary says otherwise) on the primary. pool
+ * SQL NULL; text unless stmt->binary says otherwise) on the primary.
+ * scope, when not NULL, is the tenant whose rows the statement may see
+ * under row-level security: "set_config('app.tenant_id', scope, true)"
+ * runs first, in the same round trip and the same implicit transaction,
+ * so that the setting ends with the operation. pool
  * is the caller's (a request's): when it is destroyed the operation is
  * detached and finishes as an orphan, its result read and dropped; log
  * names the caller in the operation's log lines while it is attached.
@@ -57,7 +61,7 @@ typedef void (*ngx_platform_pg_handler_pt)(void *data,
  * or PostgreSQL is known to be down, or NGX_ERROR.
  */
 ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data);
 
 /*
@@ -66,7 +70,7 @@ ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
  * pool cannot take it or loses it with its connection.
  */
 ngx_int_t ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data);
 
 
@@ -92,7 +96,7 @@ typedef void (*ngx_platform_pg_batch_handler_pt)(void *data, PGresult **res,
     ngx_uint_t n, ngx_uint_t failed, ngx_int_t rc);
 
 ngx_int_t ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_platform_pg_step_t *steps, ngx_uint_t n,
+    ngx_str_t *scope, ngx_platform_pg_step_t *steps, ngx_uint_t n,
     ngx_platform_pg_batch_handler_pt handler, void *data);
 
 
