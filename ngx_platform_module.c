@@ -139,6 +139,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, pg_read_conninfo),
       NULL },
 
+    { ngx_string("platform_pg_row_security"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_row_security),
+      NULL },
+
     { ngx_string("platform_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
@@ -499,6 +506,7 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_idle_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_max_uses = NGX_CONF_UNSET_UINT;
     pmcf->pg_pipeline_depth = NGX_CONF_UNSET_UINT;
+    pmcf->pg_row_security = NGX_CONF_UNSET;
     pmcf->redis_db = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
@@ -521,6 +529,7 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->pg_idle_timeout, 60000);
     ngx_conf_init_uint_value(pmcf->pg_max_uses, 10000);
     ngx_conf_init_uint_value(pmcf->pg_pipeline_depth, 8);
+    ngx_conf_init_value(pmcf->pg_row_security, 1);
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);

@@ -147,6 +147,7 @@ typedef struct {
     ngx_uint_t                 pg_pipeline_depth;
     ngx_str_t                  pg_read_conninfo;
     ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
+    ngx_flag_t                 pg_row_security;
 
     /* Redis */
     ngx_str_t                  redis_addr;       /* host:port, unix:/path */
@@ -377,6 +378,12 @@ struct ngx_platform_ctx_s {
 
     ngx_platform_identity_t    identity;
 
+    /*
+     * The tenant whose rows the request's statements see under row-level
+     * security when it is not the identity's (a webhook's; "": none)
+     */
+    ngx_str_t                  scope;
+
     /* WWW-Authenticate of a 401 */
     ngx_str_t                  challenge;
 
@@ -387,6 +394,8 @@ struct ngx_platform_ctx_s {
 
     /* the operation was retried after a serialization failure */
     unsigned                   retried:1;
+    /* scope above is set */
+    unsigned                   scoped:1;
     /* the module answers: nginx's own error pages are not replaced */
     unsigned                   answered:1;
     /* nginx answers an error itself: the envelope replaces its page */

@@ -20,6 +20,7 @@
 static ngx_int_t ngx_platform_sql_send(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_counted(ngx_http_request_t *r, ngx_int_t rc);
+static ngx_str_t *ngx_platform_scope(ngx_http_request_t *r);
 static void ngx_platform_sql_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
@@ -111,12 +112,13 @@ ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
         rc = ngx_platform_pg_read_query(r->pool, r->connection->log,
-                                        &sql->stmt, params,
-                                        ngx_platform_sql_done, r);
+                                        ngx_platform_scope(r), &sql->stmt,
+                                        params, ngx_platform_sql_done, r);
 
     } else {
-        rc = ngx_platform_pg_query(r->pool, r->connection->log, &sql->stmt,
-                                   params, ngx_platform_sql_done, r);
+        rc = ngx_platform_pg_query(r->pool, r->connection->log,
+                                   ngx_platform_scope(r), &sql->stmt, params,
+                                   ngx_platform_sql_done, r);
     }
 
     if (rc == NGX_DONE) {
@@ -466,8 +468,8 @@ ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
     return ngx_platform_counted(r, ngx_platform_pg_query(r->pool,
-                                    r->connection->log, stmt, params,
-                                    handler, r));
+                                    r->connection->log, ngx_platform_scope(r),
+                                    stmt, params, handler, r));
 }
 
 
@@ -476,8 +478,42 @@ ngx_platform_read_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
     return ngx_platform_counted(r, ngx_platform_pg_read_query(r->pool,
-                                    r->connection->log, stmt, params,
-                                    handler, r));
+                                    r->connection->log, ngx_platform_scope(r),
+                                    stmt, params, handler, r));
+}
+
+
+/*
+ * The tenant of the request's statements under row-level security
+ * (platform_pg_row_security): the one the statements are scoped to by
+ * their own WHERE, so that the policies are a second wall behind it.
+ * None before a tenant is known (an API key's lookup): the statement
+ * then sees no tenant's rows.
+ */
+
+static ngx_str_t *
+ngx_platform_scope(ngx_http_request_t *r)
+{
+    ngx_platform_ctx_t        *ctx;
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+
+    if (!pmcf->pg_row_security) {
+        return NULL;
+    }
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    if (ctx->scoped) {
+        return &ctx->scope;
+    }
+
+    return ctx->identity.tenant.len ? &ctx->identity.tenant : NULL;
 }
 
 

@@ -1072,8 +1072,9 @@ static ngx_int_t
 ngx_platform_webhooks_insert(ngx_http_request_t *r,
     ngx_platform_webhook_ctx_t *w)
 {
-    ngx_int_t  rc;
-    ngx_str_t  params[7];
+    ngx_int_t            rc;
+    ngx_str_t            params[7];
+    ngx_platform_ctx_t  *ctx;
 
     params[0] = w->tenant;
 
@@ -1093,6 +1094,16 @@ ngx_platform_webhooks_insert(ngx_http_request_t *r,
 
     } else {
         ngx_str_set(&params[6], "false");
+    }
+
+    /* the event's tenant under row-level security; "": a tenantless one */
+
+    ctx = ngx_platform_get_ctx(r);
+    ctx->scope = w->tenant;
+    ctx->scoped = 1;
+
+    if (w->tenant.len == 0) {
+        ngx_str_set(&ctx->scope, "");
     }
 
     rc = ngx_platform_query(r, &ngx_platform_webhooks_insert_stmt, params,

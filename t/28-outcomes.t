@@ -36,6 +36,9 @@ $t->psql(<<'SQL');
 CREATE TABLE raise (state text, failures int);
 INSERT INTO raise VALUES ('00000', 0);
 CREATE SEQUENCE raised;
+-- the trigger runs as the module's role
+GRANT SELECT ON raise TO platform_module;
+GRANT USAGE ON SEQUENCE raised TO platform_module;
 
 CREATE FUNCTION raise_on_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE

@@ -115,7 +115,7 @@ sub slurp {
 # scripts/apikey on the test's database: (exit status, stdout, stderr)
 sub apikey {
     my (@args) = @_;
-    local $ENV{PLATFORM_PG} = $t->pg_dsn;
+    local $ENV{PLATFORM_PG} = $t->pg_admin_dsn;
     local $ENV{PATH} = $ENV{PLATFORM_TEST_PG_BINDIR}
         ? "$ENV{PLATFORM_TEST_PG_BINDIR}:$ENV{PATH}" : $ENV{PATH};
     my $err = File::Temp->new;

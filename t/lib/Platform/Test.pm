@@ -176,11 +176,14 @@ to make requests on those rows queue up and then race.
 
 Runs redis-cli against the suite's Redis; returns its output.
 
-=item $t->pg_dsn, $t->db, $t->port([$n]), $t->testdir, $t->error_log, $t->workers
+=item $t->pg_dsn, $t->pg_admin_dsn, $t->db, $t->port([$n]), $t->testdir, $t->error_log, $t->workers
 
-The test's conninfo and database name; the listen port (C<port(2)> etc.:
-more free ports); the temp directory; the error log's content; the pids of
-the running workers.
+The test's conninfo, as the module connects: as the module's role
+(C<platform_module>, created by scripts/migrate), under row-level security;
+the same as the suite's superuser, who owns the tables and passes row-level
+security; the database name; the listen port (C<port(2)> etc.: more free
+ports); the temp directory; the error log's content; the pids of the
+running workers.
 
 =item $t->start_private_pg
 
@@ -306,6 +309,7 @@ sub new {
         pg_host   => $ENV{PLATFORM_TEST_PG_HOST} // '127.0.0.1',
         pg_port   => $ENV{PLATFORM_TEST_PG_PORT} // 5432,
         pg_user   => $ENV{PLATFORM_TEST_PG_USER} // 'postgres',
+        pg_role   => 'platform_module',
         redis_port => $ENV{PLATFORM_TEST_REDIS_PORT} // 6379,
         nginx     => $ENV{PLATFORM_TEST_NGINX} || '/usr/sbin/nginx',
         module    => $ENV{PLATFORM_TEST_MODULE},
@@ -407,6 +411,12 @@ sub port {
 }
 
 sub pg_dsn {
+    my ($self) = @_;
+    return "host=$self->{pg_host} port=$self->{pg_port} dbname=$self->{db}"
+        . " user=$self->{pg_role}";
+}
+
+sub pg_admin_dsn {
     my ($self) = @_;
     return "host=$self->{pg_host} port=$self->{pg_port} dbname=$self->{db}"
         . " user=$self->{pg_user}";
