@@ -1107,6 +1107,7 @@ ngx_platform_pg_connect_poll(ngx_platform_pg_conn_t *pc)
 static void
 ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
 {
+    const char              *superuser;
     ngx_queue_t             *q, *next;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_pool_t  *pool;
@@ -1132,6 +1133,21 @@ ngx_platform_pg_connected(ngx_platform_pg_conn_t *pc)
         ngx_log_error(NGX_LOG_NOTICE, pool->log, 0,
                       "platform: PostgreSQL %sconnection established",
                       pool == ngx_platform_pg_replica ? "read pool " : "");
+
+        /* the server reports it at connect: no round trip to ask */
+
+        superuser = PQparameterStatus(pc->conn, "is_superuser");
+
+        if (pool->conf->pg_row_security
+            && superuser && ngx_strcmp(superuser, "on") == 0)
+        {
+            ngx_log_error(NGX_LOG_WARN, pool->log, 0,
+                          "platform: PostgreSQL %srole \"%s\" is a "
+                          "superuser, which row-level security does not "
+                          "bind: connect as the role scripts/migrate makes",
+                          pool == ngx_platform_pg_replica ? "read pool " : "",
+                          PQuser(pc->conn));
+        }
     }
 
     pool->connected = 1;

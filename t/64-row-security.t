@@ -11,7 +11,8 @@
 # view whose tenant_id is always the caller's), another tenant's rows stay
 # invisible; with the policies disabled the same requests show them, so the
 # wall is what stops them. platform_pg_row_security off sends no setting:
-# the module's role then sees nothing, a role that bypasses sees all.
+# the module's role then sees nothing, a role that bypasses sees all; on,
+# connecting as a superuser is served and logs a warning.
 
 use strict;
 use warnings;
@@ -204,6 +205,14 @@ ok($t->reload("    platform_pg_row_security off;\n"
               . "    platform_pg \"$admin\";\n$conf"),
    'reload: off, connecting as a superuser');
 is(order($mine)->{status}, 200, 'a role that bypasses: served');
+
+ok($t->reload("    platform_pg \"$admin\";\n$conf"),
+   'reload: on, connecting as a superuser');
+is(order($mine)->{status}, 200, 'served');
+$t->wait_until(sub { $t->error_log =~ /role "postgres" is a superuser/ }, 5);
+like($t->error_log,
+     qr/\[warn\].*PostgreSQL role "postgres" is a superuser, which row-level security does not bind/,
+     'a warning says the wall does not bind a superuser');
 
 ok($t->reload($conf), 'reload: on (the default)');
 is(order($mine)->{status}, 200, 'on: served');
