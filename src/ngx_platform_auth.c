@@ -124,7 +124,7 @@ static ngx_platform_pg_stmt_t  ngx_platform_auth_apikey_stmt = {
     " revoked_at IS NOT NULL"
     " FROM api_keys WHERE id = $1",
 
-    1, 0
+    1, 0, 1
 };
 
 

@@ -66,7 +66,7 @@ static ngx_platform_sql_t  ngx_platform_counterparties_account = {
       " c.merchant_id AS \"merchantId\","
       " a.counterparty_id AS \"counterpartyId\") x)",
 
-      3, 0 },
+      3, 0, 0 },
 
     { NGX_PLATFORM_P_BODY, NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_MERCHANT },
     NGX_PLATFORM_ANSWER_DOCUMENT,
@@ -124,7 +124,7 @@ static ngx_platform_sql_t  ngx_platform_counterparties_group = {
       " (SELECT row_to_json(x)::text FROM (SELECT g.name,"
       " g.merchant_id AS \"merchantId\", g.id FROM g) x)",
 
-      3, 0 },
+      3, 0, 0 },
 
     { NGX_PLATFORM_P_BODY, NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_MERCHANT },
     NGX_PLATFORM_ANSWER_CHECKED,

@@ -161,7 +161,7 @@ static ngx_platform_pg_stmt_t  ngx_platform_identity_cached_stmt = {
     " RETURNING status, bureau)"
     NGX_PLATFORM_IDENTITY_ANSWER,
 
-    5, 0
+    5, 0, 0
 };
 
 
@@ -194,7 +194,7 @@ static ngx_platform_sql_t  ngx_platform_identity_record_sql = {
       " RETURNING status, bureau)"
       NGX_PLATFORM_IDENTITY_ANSWER,
 
-      6, 0 },
+      6, 0, 0 },
 
     { NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_SUBJECT, NGX_PLATFORM_P_ARG(0),
       NGX_PLATFORM_P_ARG(1), NGX_PLATFORM_P_ARG(2), NGX_PLATFORM_P_ARG(3) },

@@ -28,7 +28,7 @@ static ngx_platform_sql_t  ngx_platform_invoices_delete_tax = {
       " WHERE id = $1::uuid AND tenant_id = $2"
       " RETURNING 1",
 
-      2, 0 },
+      2, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT },
     NGX_PLATFORM_ANSWER_EMPTY,

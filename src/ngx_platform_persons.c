@@ -96,7 +96,7 @@ static ngx_platform_sql_t  ngx_platform_persons_account = {
       " FROM person_accounts"
       " WHERE id = $1::uuid AND tenant_id = $2) a",
 
-      2, 0 },
+      2, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT },
     NGX_PLATFORM_ANSWER_DOCUMENT,
@@ -144,7 +144,7 @@ static ngx_platform_sql_t  ngx_platform_persons_document_update_sql = {
       " approved"
       " FROM d) a",
 
-      8, (1 << 5) | (1 << 6) },
+      8, (1 << 5) | (1 << 6), 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_ARG(1),
       NGX_PLATFORM_P_ARG(2), NGX_PLATFORM_P_ARG(3), NGX_PLATFORM_P_ARG(4),
@@ -168,7 +168,7 @@ static ngx_platform_sql_t  ngx_platform_persons_document_delete = {
       " WHERE id = $1::uuid AND tenant_id = $2"
       " RETURNING to_json(id)::text",
 
-      2, 0 },
+      2, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT },
     NGX_PLATFORM_ANSWER_DOCUMENT,

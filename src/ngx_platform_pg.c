@@ -235,7 +235,7 @@ static ngx_connection_t         ngx_platform_pg_timer_conn;
  * connection.
  */
 static ngx_platform_pg_stmt_t   ngx_platform_pg_scope_stmt = {
-    "platform_scope", "SELECT set_config('app.tenant_id', $1, true)", 1, 0
+    "platform_scope", "SELECT set_config('app.tenant_id', $1, true)", 1, 0, 1
 };
 
 
@@ -270,7 +270,8 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
     step.stmt = stmt;
     step.params = params;
 
-    op = ngx_platform_pg_op_create(log, scope, &step, 1);
+    op = ngx_platform_pg_op_create(log, stmt->unscoped ? NULL : scope, &step,
+                                   1);
     if (op == NULL) {
         return NGX_ERROR;
     }

@@ -24,13 +24,16 @@ typedef struct ngx_platform_pg_op_s  ngx_platform_pg_op_t;
  * A statement is prepared on each connection the first time it runs
  * there; name must be unique in the module. Parameters are text, except
  * those whose bit is set in binary (bit 0: $1): their bytes are sent as
- * they are, for a bytea.
+ * they are, for a bytea. A statement that reads no tenant's rows (API
+ * keys, shared reference data) is unscoped: it runs without a scope
+ * (see ngx_platform_pg_query()), which it would not use.
  */
 typedef struct {
     char                      *name;
     char                      *sql;
     int                        nparams;
     ngx_uint_t                 binary;
+    ngx_uint_t                 unscoped;
 } ngx_platform_pg_stmt_t;
 
 

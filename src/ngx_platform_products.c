@@ -69,7 +69,7 @@ static ngx_platform_pg_stmt_t  ngx_platform_products_classifications_stmt = {
     " ORDER BY c.position, c.group_name), '') || ']}'"
     " FROM product_classifications c",
 
-    0, 0
+    0, 0, 1
 };
 
 

@@ -264,7 +264,7 @@ static ngx_platform_sql_t  ngx_platform_sales_patch = {
       " ELSE (SELECT d.doc FROM d) END"
       " FROM f",
 
-      2, 0 },
+      2, 0, 0 },
 
     { NGX_PLATFORM_P_BODY, NGX_PLATFORM_P_TENANT },
     NGX_PLATFORM_ANSWER_CHECKED,

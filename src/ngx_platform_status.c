@@ -150,7 +150,7 @@ static ngx_platform_shm_t  *ngx_platform_shm;
 
 
 static ngx_platform_pg_stmt_t  ngx_platform_health_stmt = {
-    "platform_health", "SELECT 1", 0, 0
+    "platform_health", "SELECT 1", 0, 0, 1
 };
 
 

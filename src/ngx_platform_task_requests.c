@@ -108,7 +108,7 @@ static ngx_platform_sql_t  ngx_platform_task_requests_assign = {
       " u.id AS \"taskId\", u.sampler_id AS \"samplerId\", u.status"
       " FROM u) x)",
 
-      5, 0 },
+      5, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY,
       NGX_PLATFORM_P_USER, NGX_PLATFORM_P_BODY },
@@ -170,7 +170,7 @@ static ngx_platform_sql_t  ngx_platform_task_requests_toggle = {
       " m.party AS \"samplerOrLaboratoryId\""
       " FROM m, v) x)",
 
-      5, 0 },
+      5, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY,
       NGX_PLATFORM_P_USER, NGX_PLATFORM_P_BODY },

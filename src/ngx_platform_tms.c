@@ -51,7 +51,7 @@ static ngx_platform_sql_t  ngx_platform_tms_delivery_order = {
       " WHERE o.id = $1::uuid AND o.tenant_id = $2 AND o.country_code = $3"
       ") x",
 
-      3, 0 },
+      3, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY },
     NGX_PLATFORM_ANSWER_DOCUMENT,
@@ -177,7 +177,7 @@ static ngx_platform_sql_t  ngx_platform_tms_vehicle = {
       " ON r.id = u.driver_id AND r.tenant_id = u.tenant_id) x)"
       " FROM c",
 
-      4, 0 },
+      4, 0, 0 },
 
     { NGX_PLATFORM_P_BODY, NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT,
       NGX_PLATFORM_P_COUNTRY },
@@ -231,7 +231,7 @@ static ngx_platform_sql_t  ngx_platform_tms_drivers = {
       " ON v.driver_id = r.id AND v.tenant_id = r.tenant_id"
       ") t), '[]')",
 
-      3, 0 },
+      3, 0, 0 },
 
     { NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY, NGX_PLATFORM_P_ARG(0) },
     NGX_PLATFORM_ANSWER_DOCUMENT,
@@ -330,7 +330,7 @@ static ngx_platform_sql_t  ngx_platform_tms_assign = {
       " CASE WHEN o.id IS NOT NULL THEN '{}' END"
       " FROM a LEFT JOIN o ON true",
 
-      5, 0 },
+      5, 0, 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_ARG(1), NGX_PLATFORM_P_ARG(2),
       NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_COUNTRY },

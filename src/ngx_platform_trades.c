@@ -32,7 +32,7 @@ static ngx_platform_sql_t  ngx_platform_trades_flows = {
       " AND ($2::text IS NULL"
       " OR strpos(lower(f.name), lower($2::text)) > 0)) t), '[]')",
 
-      2, 0 },
+      2, 0, 0 },
 
     { NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_ARG(0) },
     NGX_PLATFORM_ANSWER_DOCUMENT,

@@ -50,7 +50,7 @@ static ngx_platform_sql_t  ngx_platform_transfers_list = {
       " LIMIT $3::int OFFSET ($2::int - 1)::bigint * $3::int) t),"
       " '[]') AS data",
 
-      3, 0 },
+      3, 0, 0 },
 
     { NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_ARG(1) },
     NGX_PLATFORM_ANSWER_PAGE,

@@ -194,7 +194,7 @@ static ngx_platform_pg_stmt_t  ngx_platform_webhooks_insert_stmt = {
     " DO NOTHING"
     " RETURNING id",
 
-    7, 1 << 5
+    7, 1 << 5, 0
 };
 
 

@@ -122,7 +122,8 @@ sub mark {
 sub statements {
     my ($pg, $mark) = @_;
     my $log = substr($pg->log // '', $mark);
-    return scalar grep { !/\] psql LOG/ }
+    # the scope of row-level security goes with its statement, uncounted
+    return scalar grep { !/\] psql LOG/ && !/execute platform_scope/ }
                   $log =~ /^.*LOG:\s+(?:execute \S+|statement):.*$/mg;
 }
 
