@@ -277,6 +277,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       0,
       NULL },
 
+    { ngx_string("platform_metrics_buckets"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_platform_metrics_buckets,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("platform_thread_pool"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
@@ -534,6 +541,8 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
     ngx_conf_init_uint_value(pmcf->auth_cache_size, 1024);
+
+    ngx_platform_metrics_init_buckets(pmcf);
 
     if (pmcf->redis_addr.data == NULL) {
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");

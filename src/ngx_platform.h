@@ -132,6 +132,15 @@ typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
 /* HTTP statuses counted one by one; the last slot is "other" */
 #define NGX_PLATFORM_STATUSES               19
 
+/* latency histograms: bounds of platform_metrics_buckets, at most */
+#define NGX_PLATFORM_BUCKETS_MAX            16
+
+/* the round trips a histogram of the metrics zone times */
+#define NGX_PLATFORM_H_PG_PRIMARY           0
+#define NGX_PLATFORM_H_PG_READ              1
+#define NGX_PLATFORM_H_REDIS                2
+#define NGX_PLATFORM_H_MAX                  3
+
 
 typedef struct {
     /* PostgreSQL */
@@ -169,6 +178,10 @@ typedef struct {
 
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
+
+    /* platform_metrics_buckets: upper bounds in milliseconds, increasing */
+    ngx_msec_t                 buckets[NGX_PLATFORM_BUCKETS_MAX];
+    ngx_uint_t                 nbuckets;
 
     /* per-worker runtime state, created in init_process */
     ngx_platform_redis_t      *redis;
@@ -605,6 +618,10 @@ ngx_int_t ngx_platform_metrics_add_zone(ngx_conf_t *cf);
 ngx_int_t ngx_platform_metrics_log_handler(ngx_http_request_t *r);
 void ngx_platform_metrics_init_process(ngx_cycle_t *cycle);
 void ngx_platform_metric_inc(ngx_uint_t metric);
+void ngx_platform_metrics_observe(ngx_uint_t histogram, ngx_msec_t ms);
+char *ngx_platform_metrics_buckets(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_platform_metrics_init_buckets(ngx_platform_main_conf_t *pmcf);
 
 
 /* ngx_platform_subrequest.c: a GET to an internal location, in memory */

@@ -1532,6 +1532,11 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
         PQclear(res);
 
+        ngx_platform_metrics_observe(pc->pool == ngx_platform_pg_replica
+                                     ? NGX_PLATFORM_H_PG_READ
+                                     : NGX_PLATFORM_H_PG_PRIMARY,
+                                     ngx_current_msec - op->sent);
+
         ngx_queue_remove(&op->queue);
         pc->nops--;
         op->conn = NULL;

@@ -1299,6 +1299,11 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         reply = NULL;
     }
 
+    if (reply != NULL) {
+        ngx_platform_metrics_observe(NGX_PLATFORM_H_REDIS,
+                                     ngx_current_msec - cmd->sent);
+    }
+
     handler = cmd->handler;
     caller = cmd->data;
     attached = cmd->attached;
