@@ -132,6 +132,11 @@ struct ngx_platform_pg_pool_s {
     const char                 **keywords;
     const char                 **values;
 
+    /* the values with the host lists rotated, one array per start host */
+    const char                ***rotations;
+    ngx_uint_t                   nrotations;
+    ngx_uint_t                   next_rotation;
+
     ngx_queue_t                  conns;
     ngx_queue_t                  waiting;
     ngx_uint_t                   nconns;
@@ -210,6 +215,9 @@ static void ngx_platform_pg_forget_prepared(ngx_platform_pg_conn_t *pc,
 static size_t ngx_platform_pg_line(const char *message);
 static ngx_log_t *ngx_platform_pg_log(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
+static ngx_int_t ngx_platform_pg_pool_rotate(ngx_platform_pg_pool_t *pool);
+static ngx_uint_t ngx_platform_pg_list_rotated(const char *keyword);
+static ngx_uint_t ngx_platform_pg_list_count(const char *list);
 static ngx_platform_pg_pool_t *ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf, ngx_platform_pg_options_t *options,
     char *name);
@@ -861,9 +869,16 @@ ngx_platform_pg_connect(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op)
 {
     PGconn                  *conn;
+    const char             **values;
     ngx_platform_pg_conn_t  *pc;
 
-    conn = PQconnectStartParams(pool->keywords, pool->values, 0);
+    values = pool->values;
+
+    if (pool->nrotations) {
+        values = pool->rotations[pool->next_rotation++ % pool->nrotations];
+    }
+
+    conn = PQconnectStartParams(pool->keywords, values, 0);
 
     if (conn == NULL) {
         ngx_platform_pg_backoff(pool, "out of memory");
@@ -1981,6 +1996,10 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
         if (ngx_platform_pg_replica == NULL) {
             return NGX_ERROR;
         }
+
+        if (ngx_platform_pg_pool_rotate(ngx_platform_pg_replica) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;
@@ -2077,6 +2096,135 @@ ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
 }
 
 
+/*
+ * The read pool's connections take the hosts of a multi-host conninfo in
+ * turn, each worker from its own first one: libpq tries the hosts in the
+ * order given, so otherwise every connection would land on the first
+ * server that suits target_session_attrs, and the other replicas would
+ * serve no reads. A conninfo with load_balance_hosts (libpq 16) leaves
+ * the choice to libpq.
+ */
+
+static ngx_int_t
+ngx_platform_pg_pool_rotate(ngx_platform_pg_pool_t *pool)
+{
+    u_char       *p;
+    size_t        size;
+    ngx_uint_t    i, j, k, n, nvalues, count, len;
+    const char   *list, *entry, *comma, **values;
+
+    n = 0;
+
+    for (i = 0; pool->keywords[i]; i++) {
+        if (ngx_strcmp(pool->keywords[i], "load_balance_hosts") == 0) {
+            return NGX_OK;
+        }
+
+        if (ngx_platform_pg_list_rotated(pool->keywords[i])
+            && ngx_strcmp(pool->keywords[i], "port") != 0)
+        {
+            n = ngx_max(n, ngx_platform_pg_list_count(pool->values[i]));
+        }
+    }
+
+    nvalues = i;
+
+    if (n < 2) {
+        return NGX_OK;
+    }
+
+    pool->rotations = ngx_calloc(n * sizeof(const char **), pool->log);
+    if (pool->rotations == NULL) {
+        return NGX_ERROR;
+    }
+
+    size = (nvalues + 1) * sizeof(const char *);
+
+    for (i = 0; i < nvalues; i++) {
+        size += ngx_strlen(pool->values[i]) + 2;
+    }
+
+    for (k = 0; k < n; k++) {
+        values = ngx_alloc(size, pool->log);
+        if (values == NULL) {
+            return NGX_ERROR;
+        }
+
+        pool->rotations[k] = values;
+        pool->nrotations = k + 1;
+
+        p = (u_char *) &values[nvalues + 1];
+
+        for (i = 0; i < nvalues; i++) {
+            list = pool->values[i];
+
+            /* a single port applies to every host: it stays as it is */
+
+            if (!ngx_platform_pg_list_rotated(pool->keywords[i])
+                || ngx_platform_pg_list_count(list) != n)
+            {
+                values[i] = list;
+                continue;
+            }
+
+            values[i] = (const char *) p;
+
+            /* entries k .. n - 1, then 0 .. k - 1 */
+
+            for (j = 0; j < n; j++) {
+                entry = list;
+
+                for (count = (k + j) % n; count; count--) {
+                    entry = strchr(entry, ',') + 1;
+                }
+
+                comma = strchr(entry, ',');
+                len = comma ? (ngx_uint_t) (comma - entry)
+                            : ngx_strlen(entry);
+
+                if (j) {
+                    *p++ = ',';
+                }
+
+                p = ngx_cpymem(p, entry, len);
+            }
+
+            *p++ = '\0';
+        }
+
+        values[nvalues] = NULL;
+    }
+
+    pool->next_rotation = ngx_worker;
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_platform_pg_list_rotated(const char *keyword)
+{
+    return ngx_strcmp(keyword, "host") == 0
+           || ngx_strcmp(keyword, "hostaddr") == 0
+           || ngx_strcmp(keyword, "port") == 0;
+}
+
+
+static ngx_uint_t
+ngx_platform_pg_list_count(const char *list)
+{
+    ngx_uint_t  n;
+
+    for (n = 1; *list; list++) {
+        if (*list == ',') {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
 void
 ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
@@ -2098,6 +2246,7 @@ ngx_platform_pg_exit_process(ngx_cycle_t *cycle,
 static void
 ngx_platform_pg_pool_destroy(ngx_platform_pg_pool_t *pool)
 {
+    ngx_uint_t               i;
     ngx_queue_t             *q;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_conn_t  *pc;
@@ -2127,6 +2276,14 @@ ngx_platform_pg_pool_destroy(ngx_platform_pg_pool_t *pool)
         pc->nops = 0;
 
         ngx_platform_pg_close(pc);
+    }
+
+    for (i = 0; i < pool->nrotations; i++) {
+        ngx_free(pool->rotations[i]);
+    }
+
+    if (pool->rotations) {
+        ngx_free(pool->rotations);
     }
 
     ngx_free(pool->keywords);

@@ -160,8 +160,9 @@ my @gets = (
     [ GET => '/metrics', {}, 200, 0 ],
 );
 
-# runs @gets: each answers its status; $where ('read' or 'primary') says
-# on which server the statements of those that ask PostgreSQL must run
+# runs @gets: each answers its status; $where ('read', 'primary' or
+# 'either') says on which server the statements of those that ask
+# PostgreSQL must run
 sub every_get {
     my ($name, $where) = @_;
     my (@bad, @misplaced);
@@ -174,7 +175,8 @@ sub every_get {
         next unless $pg;
         my ($np, $nr) = (statements($primary, $mp),
                          statements($replica, $mr));
-        my $wrong = $where ne 'read' ? $nr || !$np
+        my $wrong = $where eq 'either' ? !($np + $nr)
+                  : $where ne 'read' ? $nr || !$np
                   : $pg eq 'key' ? $np != 1 || $nr != ($status == 200)
                   : $np || !$nr;
         push @misplaced, "$method $path: $np on the primary, $nr on the"
@@ -184,7 +186,8 @@ sub every_get {
     is(join("\n", @bad), '', "$name: every GET route answers its status");
     is(join("\n", @misplaced), '',
        "$name: their statements ran on the "
-       . ($where eq 'read' ? 'replica only' : 'primary only'));
+       . ($where eq 'read' ? 'replica only'
+          : $where eq 'either' ? 'servers' : 'primary only'));
 }
 
 sub metrics {
@@ -376,6 +379,32 @@ SQL
                    . " WHERE id = '$order'");
     ok($replica->wait_replayed, "$name: caught up again");
 }
+
+### a read pool over two servers: its connections take the hosts in turn
+
+# the replica and then the primary, either suits: without the turns, libpq
+# would connect every one of them to the first
+
+$t->stop;
+my ($rport) = $replica->dsn =~ /port=(\d+)/;
+my ($pport) = $pdsn =~ /port=(\d+)/;
+$t->run(conf('"host=127.0.0.1,127.0.0.1 port=' . "$rport,$pport"
+             . ' dbname=platform user=postgres target_session_attrs=any"'));
+
+my @orders = map { [ GET => "/tms/delivery-orders/$order",
+                     headers => \%tms ] } 1 .. 20;
+my (@statuses, $on_primary, $on_replica);
+($mp, $mr) = (mark($primary), mark($replica));
+ok($t->wait_until(sub {
+       push @statuses, grep { $_ != 200 } map { $_->{status} }
+                            @{$t->burst(\@orders)};
+       $on_primary = statements($primary, $mp);
+       $on_replica = statements($replica, $mr);
+       $on_primary > 0 && $on_replica > 0 }, 10),
+   'two hosts: GETs read from both servers')
+    or diag("$on_primary on the primary, $on_replica on the replica");
+is("@statuses", '', 'two hosts: every GET answers 200');
+every_get('two hosts', 'either');
 
 ### the same statuses without the read pool, and with one never reachable
 
