@@ -2110,8 +2110,8 @@ ngx_platform_pg_pool_rotate(ngx_platform_pg_pool_t *pool)
 {
     u_char       *p;
     size_t        size;
-    ngx_uint_t    i, j, k, n, nvalues, count, len;
-    const char   *list, *entry, *comma, **values;
+    ngx_uint_t    i, j, k, n, nvalues;
+    const char   *list, *entry, **values;
 
     n = 0;
 
@@ -2120,8 +2120,8 @@ ngx_platform_pg_pool_rotate(ngx_platform_pg_pool_t *pool)
             return NGX_OK;
         }
 
-        if (ngx_platform_pg_list_rotated(pool->keywords[i])
-            && ngx_strcmp(pool->keywords[i], "port") != 0)
+        if (ngx_strcmp(pool->keywords[i], "host") == 0
+            || ngx_strcmp(pool->keywords[i], "hostaddr") == 0)
         {
             n = ngx_max(n, ngx_platform_pg_list_count(pool->values[i]));
         }
@@ -2141,7 +2141,7 @@ ngx_platform_pg_pool_rotate(ngx_platform_pg_pool_t *pool)
     size = (nvalues + 1) * sizeof(const char *);
 
     for (i = 0; i < nvalues; i++) {
-        size += ngx_strlen(pool->values[i]) + 2;
+        size += ngx_strlen(pool->values[i]) + 1;
     }
 
     for (k = 0; k < n; k++) {
@@ -2157,38 +2157,29 @@ ngx_platform_pg_pool_rotate(ngx_platform_pg_pool_t *pool)
 
         for (i = 0; i < nvalues; i++) {
             list = pool->values[i];
+            values[i] = list;
 
             /* a single port applies to every host: it stays as it is */
 
-            if (!ngx_platform_pg_list_rotated(pool->keywords[i])
+            if (k == 0
+                || !ngx_platform_pg_list_rotated(pool->keywords[i])
                 || ngx_platform_pg_list_count(list) != n)
             {
-                values[i] = list;
                 continue;
             }
 
-            values[i] = (const char *) p;
-
             /* entries k .. n - 1, then 0 .. k - 1 */
 
-            for (j = 0; j < n; j++) {
-                entry = list;
+            entry = list;
 
-                for (count = (k + j) % n; count; count--) {
-                    entry = strchr(entry, ',') + 1;
-                }
-
-                comma = strchr(entry, ',');
-                len = comma ? (ngx_uint_t) (comma - entry)
-                            : ngx_strlen(entry);
-
-                if (j) {
-                    *p++ = ',';
-                }
-
-                p = ngx_cpymem(p, entry, len);
+            for (j = 0; j < k; j++) {
+                entry = strchr(entry, ',') + 1;
             }
 
+            values[i] = (const char *) p;
+            p = ngx_cpymem(p, entry, ngx_strlen(entry));
+            *p++ = ',';
+            p = ngx_cpymem(p, list, entry - list - 1);
             *p++ = '\0';
         }
 

@@ -187,7 +187,8 @@ sub every_get {
     is(join("\n", @misplaced), '',
        "$name: their statements ran on the "
        . ($where eq 'read' ? 'replica only'
-          : $where eq 'either' ? 'servers' : 'primary only'));
+          : $where eq 'either' ? 'one server or the other'
+          : 'primary only'));
 }
 
 sub metrics {
