@@ -473,6 +473,9 @@ ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
 
 ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
 
+/* the length of the longest valid strict UTF-8 prefix: len when valid */
+size_t ngx_platform_utf8_valid(u_char *p, size_t len);
+
 /* header and body filters: nginx's own error pages in the envelope */
 ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
 

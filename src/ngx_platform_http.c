@@ -1604,6 +1604,68 @@ ngx_platform_is_uuid(ngx_str_t *s)
 
 
 /*
+ * Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past
+ * U+10FFFF. Returns the length of the valid prefix: len when all of it is
+ * valid. nginx's ngx_utf8_decode() takes any byte over 0x7f for a
+ * continuation, which PostgreSQL and Jansson then refuse.
+ */
+
+size_t
+ngx_platform_utf8_valid(u_char *p, size_t len)
+{
+    u_char  *start, *end;
+    size_t   n;
+    u_char   c, lo, hi;
+
+    start = p;
+    end = p + len;
+
+    while (p < end) {
+        c = *p;
+
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+
+        lo = 0x80;
+        hi = 0xbf;
+
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            lo = (c == 0xe0) ? 0xa0 : 0x80;    /* overlong */
+            hi = (c == 0xed) ? 0x9f : 0xbf;    /* surrogates */
+
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            lo = (c == 0xf0) ? 0x90 : 0x80;    /* overlong */
+            hi = (c == 0xf4) ? 0x8f : 0xbf;    /* past U+10FFFF */
+
+        } else {
+            break;
+        }
+
+        if ((size_t) (end - p) <= n || p[1] < lo || p[1] > hi) {
+            break;
+        }
+
+        if ((n > 1 && (p[2] & 0xc0) != 0x80)
+            || (n > 2 && (p[3] & 0xc0) != 0x80))
+        {
+            break;
+        }
+
+        p += n + 1;
+    }
+
+    return p - start;
+}
+
+
+/*
  * Errors nginx answers itself in a module location (a body over
  * client_max_body_size, a malformed chunked body, limit_except, ...) are
  * given the family's envelope instead of nginx's HTML page: the header
