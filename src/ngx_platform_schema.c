@@ -46,7 +46,9 @@ typedef enum {
     ngx_platform_problem_iban_country,
     ngx_platform_problem_iban_length,
     ngx_platform_problem_iban_check,
-    ngx_platform_problem_bic
+    ngx_platform_problem_bic,
+    ngx_platform_problem_utf8,
+    ngx_platform_problem_nul
 } ngx_platform_problem_e;
 
 
@@ -85,7 +87,10 @@ static ngx_platform_text_t  ngx_platform_problems[] = {
     { "%s must be a BIC (ISO 9362): 8 or 11 upper case letters and digits, "
       "the first six letters.",
       "%s doit être un BIC (ISO 9362) : 8 ou 11 lettres majuscules et "
-      "chiffres, dont six lettres au début." }
+      "chiffres, dont six lettres au début." },
+    { "%s must be valid UTF-8.", "%s doit être en UTF-8 valide." },
+    { "%s must not contain a NUL character.",
+      "%s ne doit pas contenir de caractère NUL." }
 };
 
 
@@ -151,6 +156,10 @@ static ngx_uint_t ngx_platform_same_value(ngx_platform_field_t *field,
     json_t *a, json_t *b);
 static ngx_platform_problem_e ngx_platform_type_problem(ngx_uint_t type);
 static size_t ngx_platform_utf8_length(u_char *p, size_t len);
+static ngx_int_t ngx_platform_check_text(ngx_str_t *value,
+    ngx_platform_problem_e *problem);
+static ngx_int_t ngx_platform_query_decode(ngx_http_request_t *r,
+    ngx_str_t *value);
 
 
 ngx_int_t
@@ -185,6 +194,12 @@ ngx_platform_check_captures(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
             return ngx_platform_field_fail(r, ctx, &s->name, &field, problem);
         }
 
+        /* a "{string}" capture: nginx decoded any byte into the path */
+
+        if (ngx_platform_check_text(&ctx->args[n], &problem) != NGX_OK) {
+            return ngx_platform_field_fail(r, ctx, &s->name, &field, problem);
+        }
+
         n++;
     }
 
@@ -195,7 +210,6 @@ ngx_platform_check_captures(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 ngx_int_t
 ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char                  *dst, *src;
     ngx_str_t                value, name;
     ngx_platform_field_t    *field;
     ngx_platform_problem_e   problem;
@@ -226,29 +240,72 @@ ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
             continue;
         }
 
-        /* "%41" and "+" decoded, into the request pool */
-
-        dst = ngx_pnalloc(r->pool, value.len);
-        if (dst == NULL) {
+        if (ngx_platform_query_decode(r, &value) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        for (src = value.data; src < value.data + value.len; src++) {
-            if (*src == '+') {
-                *src = ' ';
-            }
-        }
-
-        src = value.data;
-        value.data = dst;
-        ngx_unescape_uri(&dst, &src, value.len, 0);
-        value.len = dst - value.data;
-
-        if (ngx_platform_check_type(field, &value, &problem) != NGX_OK) {
+        if (ngx_platform_check_text(&value, &problem) != NGX_OK
+            || ngx_platform_check_type(field, &value, &problem) != NGX_OK)
+        {
             return ngx_platform_field_fail(r, ctx, &name, field, problem);
         }
 
         ctx->args[ctx->nargs++] = value;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * "+" and "%41" decoded into a copy in the request pool: the request
+ * line, which the access log shows, stays as the client sent it
+ */
+
+static ngx_int_t
+ngx_platform_query_decode(ngx_http_request_t *r, ngx_str_t *value)
+{
+    u_char  *copy, *src, *dst;
+    size_t   i;
+
+    copy = ngx_pnalloc(r->pool, value->len);
+    if (copy == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < value->len; i++) {
+        copy[i] = (value->data[i] == '+') ? ' ' : value->data[i];
+    }
+
+    /* decoding never writes ahead of what it reads: one buffer serves */
+
+    src = copy;
+    dst = copy;
+    ngx_unescape_uri(&dst, &src, value->len, 0);
+
+    value->data = copy;
+    value->len = dst - copy;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Decoded text reaches PostgreSQL as text: a NUL would cut it short and
+ * bytes that are not UTF-8 would be its error, not the client's
+ */
+
+static ngx_int_t
+ngx_platform_check_text(ngx_str_t *value, ngx_platform_problem_e *problem)
+{
+    if (ngx_strlchr(value->data, value->data + value->len, '\0') != NULL) {
+        *problem = ngx_platform_problem_nul;
+        return NGX_DECLINED;
+    }
+
+    if (ngx_platform_utf8_valid(value->data, value->len) != value->len) {
+        *problem = ngx_platform_problem_utf8;
+        return NGX_DECLINED;
     }
 
     return NGX_OK;

@@ -3,9 +3,11 @@
 # Declared inputs under random bytes: query strings (escapes of any byte,
 # "+", repeated and differently cased names, huge and signed numbers) and
 # path captures (near-miss uuids, escapes, long segments) sent raw to the
-# bank transfers, the tax delete and the delivery order. Every answer is a
-# 2xx or a 4xx in the family's envelope, never a 5xx, and no worker dies
-# (the harness fails on alerts and sanitizer lines).
+# bank transfers, the tax delete and the delivery order; text arguments
+# and a "{string}" capture (escapes that are not UTF-8, %00) to the trade
+# flows' name, the drivers' vehicleType and the assign's driver id. Every
+# answer is a 2xx or a 4xx in the family's envelope, never a 5xx, and no
+# worker dies (the harness fails on alerts and sanitizer lines).
 # PLATFORM_TEST_SEED repeats a run.
 
 use strict;
@@ -31,6 +33,7 @@ $t->run(<<'EOF');
         location /api/v1/BankTransfers/ { platform_transfers; }
         location /api/v1/InvoiceSetting/ { platform_invoices; }
         location /tms/ { platform_tms; }
+        location /api/v1/trades/ { platform_trades; platform_auth bearer; }
     }
 EOF
 
@@ -86,6 +89,16 @@ sub uuidish {
     return $r < 0.9 ? $u . value() : value();
 }
 
+# text that PostgreSQL would refuse: bytes that are not UTF-8, NULs, cut
+# and overlong sequences, among UTF-8 that is fine
+sub text {
+    return join('', map {
+        ('%FF', '%C3%28', '%C3%C3', '%C0%80', '%ED%A0%80', '%F4%90%80%80',
+         '%E2%82', '%00', '%C3%A9', '%E2%80%AE', '+', 'cocoa', piece())
+        [int rand 13]
+    } 1 .. 1 + int rand 5);
+}
+
 sub send_raw {
     my ($method, $target) = @_;
     my $raw = $t->raw_request("$method $target HTTP/1.1\r\n"
@@ -98,8 +111,10 @@ sub send_raw {
 
 my ($n, $bad, %seen) = (0, 0);
 
-for my $i (1 .. 600) {
-    my $which = $i % 3;
+my $order = 'f0000000-0000-4000-8000-000000000001';
+
+for my $i (1 .. 1000) {
+    my $which = $i % 5;
     my ($method, $target, $family);
 
     if ($which == 0) {
@@ -111,9 +126,19 @@ for my $i (1 .. 600) {
         $target = '/api/v1/InvoiceSetting/DeleteInvoiceTax?'
                   . (rand() < 0.5 ? 'TaxSettingId=' . uuidish() : query());
 
-    } else {
+    } elsif ($which == 2) {
         $method = 'GET';
         $target = '/tms/delivery-orders/' . uuidish();
+
+    } elsif ($which == 3) {
+        $method = 'GET';
+        $target = rand() < 0.5
+                  ? '/api/v1/trades/process-flows?name=' . text()
+                  : '/tms/drivers/available?vehicleType=' . text();
+
+    } else {
+        $method = 'PATCH';
+        $target = "/tms/delivery-orders/$order/assign/" . text();
     }
 
     my $r = send_raw($method, $target);
