@@ -1363,6 +1363,15 @@ ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc)
         return rc;
     }
 
+    if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        /*
+         * the line carries the request id the client was answered with,
+         * and nginx's request line: a 500 is never silent
+         */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "platform: answered 500");
+    }
+
     ctx = ngx_platform_get_ctx(r);
 
     if (ctx == NULL || ctx->error_status != (ngx_uint_t) rc) {
