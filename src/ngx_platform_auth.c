@@ -80,6 +80,8 @@ typedef struct {
 } ngx_platform_auth_entry_t;
 
 
+static ngx_uint_t ngx_platform_auth_bearer_present(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_uint_t policy);
 static ngx_int_t ngx_platform_auth_bearer(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
 static ngx_int_t ngx_platform_auth_invalid_token(ngx_http_request_t *r,
@@ -144,7 +146,9 @@ ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     policy = ngx_platform_auth_policy_of(plcf, ctx->endpoint);
 
-    if (policy & NGX_PLATFORM_AUTH_BEARER) {
+    if ((policy & NGX_PLATFORM_AUTH_BEARER)
+        || ngx_platform_auth_bearer_present(r, plcf, policy))
+    {
         rc = ngx_platform_auth_bearer(r, ctx, plcf);
         if (rc != NGX_OK) {
             return rc;
@@ -171,6 +175,32 @@ ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
     }
 
     return ep->auth;
+}
+
+
+/*
+ * A route that trusts the tenancy headers alone still verifies a bearer
+ * token that is sent, where the location has keys to verify it with: a
+ * bad token is 401, and a token of another tenant than the header 403
+ * (ngx_platform_auth_tenancy), rather than a credential silently ignored.
+ */
+
+static ngx_uint_t
+ngx_platform_auth_bearer_present(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_uint_t policy)
+{
+    ngx_table_elt_t  *h;
+
+    if (!(policy & NGX_PLATFORM_AUTH_TENANT) || plcf->jwt == NULL) {
+        return 0;
+    }
+
+    h = r->headers_in.authorization;
+
+    return h != NULL && h->value.len >= sizeof("Bearer ") - 1
+           && ngx_strncasecmp(h->value.data, (u_char *) "Bearer ",
+                              sizeof("Bearer ") - 1)
+              == 0;
 }
 
 

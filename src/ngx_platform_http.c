@@ -828,6 +828,18 @@ ngx_platform_check_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         if (rc != NGX_OK) {
             return rc;
         }
+
+        /* with a verified token the user is its subject, not a claim */
+
+        if (id->bearer
+            && (id->user.len != id->subject.len
+                || ngx_strncmp(id->user.data, id->subject.data,
+                               id->user.len)
+                   != 0))
+        {
+            return ngx_platform_fail(r, NGX_HTTP_FORBIDDEN, "Access denied.",
+                         "The userId header does not match the token's sub.");
+        }
     }
 
     if ((inputs & NGX_PLATFORM_IN_MERCHANT) && id->merchant.len == 0) {
