@@ -246,8 +246,10 @@ static ngx_platform_text_t  ngx_platform_persons_texts[] = {
       "Aucun document de personne ne porte cet identifiant." },
     { "No document with this documentId belongs to this personId.",
       "Aucun document portant ce documentId n'appartient à ce personId." },
-    { "fileName must not contain '/', '\\' or NUL.",
-      "fileName ne doit contenir ni '/', ni '\\', ni NUL." },
+    { "fileName must not contain '/', '\\', control characters or "
+      "bidirectional formatting characters.",
+      "fileName ne doit contenir ni '/', ni '\\', ni caractère de contrôle, "
+      "ni caractère de mise en forme bidirectionnelle." },
     { "fileName must not begin with a dot.",
       "fileName ne doit pas commencer par un point." },
     { "base64 is empty.", "base64 est vide." },
@@ -378,12 +380,18 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
 }
 
 
-/* 1..255 characters (the schema), no '/', '\' or NUL, no leading dot */
+/*
+ * 1..255 characters (the schema), no leading dot, and nothing that
+ * changes what a path or a display of the name means: '/', '\', control
+ * characters (C0, DEL, C1), and the bidirectional marks, embeddings,
+ * overrides and isolates that make "exe.pdf" of "fdp.exe"
+ */
 
 static ngx_int_t
 ngx_platform_persons_check_file_name(ngx_http_request_t *r, json_t *value)
 {
-    u_char  *p, *end;
+    u_char    *p, *end;
+    uint32_t   c;
 
     p = (u_char *) json_string_value(value);
     end = p + json_string_length(value);
@@ -393,11 +401,19 @@ ngx_platform_persons_check_file_name(ngx_http_request_t *r, json_t *value)
                                  "fileName must not begin with a dot.");
     }
 
-    for ( /* void */ ; p < end; p++) {
-        if (*p == '/' || *p == '\\' || *p == '\0') {
+    while (p < end) {
+
+        /* Jansson's strings are valid UTF-8 */
+        c = (*p < 0x80) ? *p++ : ngx_utf8_decode(&p, end - p);
+
+        if (c == '/' || c == '\\' || c < 0x20 || (c >= 0x7f && c <= 0x9f)
+            || c == 0x061c || c == 0x200e || c == 0x200f
+            || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+        {
             return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
-                                     "fileName must not contain '/', '\\' "
-                                     "or NUL.");
+                                     "fileName must not contain '/', '\\', "
+                                     "control characters or bidirectional "
+                                     "formatting characters.");
         }
     }
 

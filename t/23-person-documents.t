@@ -347,25 +347,40 @@ for my $case ([ 'a', 'one character' ], [ 'é' x 255, '255 characters' ],
     is(stored($doc)->{fileName}, $name, "fileName, $what: in the row");
 }
 
+my $bad_char = "fileName must not contain '/', '\\', control characters or "
+               . 'bidirectional formatting characters.';
+
 my @names = (
     [ '', 'fileName must be at least 1 characters long.',
       'fileName doit compter au moins 1 caractères.' ],
     [ 'a' x 256, 'fileName must be at most 255 characters long.',
       'fileName doit compter au plus 255 caractères.' ],
     [ 'é' x 256, 'fileName must be at most 255 characters long.' ],
-    [ 'a/b', "fileName must not contain '/', '\\' or NUL.",
-      "fileName ne doit contenir ni '/', ni '\\', ni NUL." ],
+    [ 'a/b', $bad_char,
+      "fileName ne doit contenir ni '/', ni '\\', ni caractère de contrôle, "
+      . 'ni caractère de mise en forme bidirectionnelle.' ],
     [ '../etc', 'fileName must not begin with a dot.',
       'fileName ne doit pas commencer par un point.' ],
     [ '.hidden', 'fileName must not begin with a dot.' ],
     [ '.', 'fileName must not begin with a dot.' ],
-    [ 'a\\b', "fileName must not contain '/', '\\' or NUL." ],
-    [ 'dir/', "fileName must not contain '/', '\\' or NUL." ],
+    [ 'a\\b', $bad_char ],
+    [ 'dir/', $bad_char ],
+    [ "scan\n.pdf", $bad_char ],
+    [ "scan\t.pdf", $bad_char ],
+    [ "scan\r", $bad_char ],
+    [ "a\x7fb", $bad_char ],
+    [ "a\x{85}b", $bad_char ],
+    [ "invoice\x{202E}fdp.exe", $bad_char ],
+    [ "invoice\x{202D}x", $bad_char ],
+    [ "a\x{2066}b\x{2069}", $bad_char ],
+    [ "a\x{200F}b", $bad_char ],
+    [ "a\x{61C}b", $bad_char ],
 );
 
 for my $case (@names) {
     my ($name, $en, $fr) = @$case;
     my $short = length $name > 12 ? substr($name, 0, 8) . '...' : $name;
+    $short =~ s/([^\x20-\x7e\x{a0}-\x{ff}])/sprintf('\\x{%X}', ord $1)/ge;
     envelope_error(put({ ids(), fileName => $name }), 400, 'Bad request.',
                    $en, "fileName \"$short\"");
     next unless $fr;
