@@ -351,7 +351,8 @@ static ngx_platform_openapi_answer_t
     ngx_platform_openapi_document_answers[] =
 {
     { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "fileName must not contain '/', '\\' or NUL." },
+      "fileName must not contain '/', '\\', control characters or "
+      "bidirectional formatting characters." },
     { NGX_HTTP_BAD_REQUEST, "Bad request.",
       "base64 has an invalid character at position <n>." },
     { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
