@@ -1053,29 +1053,52 @@ done:
 
 
 /*
- * RFC 7515 base64url: no padding and nothing but the alphabet.
- * ngx_decode_base64url() would stop at a '=' and ignore what follows it,
- * letting many strings pass for one token.
+ * RFC 7515 base64url: no padding, nothing but the alphabet, and the bits
+ * of the last character that make no byte all zero. ngx_decode_base64url()
+ * would stop at a '=' and ignore what follows it, and would ignore those
+ * bits, letting many strings pass for one token.
  */
 
 static ngx_int_t
 ngx_platform_jwt_decode_b64url(ngx_str_t *dst, ngx_str_t *src)
 {
-    u_char  c;
+    u_char  c, v;
     size_t  i;
 
     if (src->len % 4 == 1) {
         return NGX_ERROR;
     }
 
+    v = 0;
+
     for (i = 0; i < src->len; i++) {
         c = src->data[i];
 
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-              || (c >= '0' && c <= '9') || c == '-' || c == '_'))
-        {
+        if (c >= 'A' && c <= 'Z') {
+            v = c - 'A';
+
+        } else if (c >= 'a' && c <= 'z') {
+            v = c - 'a' + 26;
+
+        } else if (c >= '0' && c <= '9') {
+            v = c - '0' + 52;
+
+        } else if (c == '-') {
+            v = 62;
+
+        } else if (c == '_') {
+            v = 63;
+
+        } else {
             return NGX_ERROR;
         }
+    }
+
+    /* 2 characters of a last group carry 8 bits of 12, 3 carry 16 of 18 */
+
+    if ((src->len % 4 == 2 && (v & 0x0f)) || (src->len % 4 == 3 && (v & 0x03)))
+    {
+        return NGX_ERROR;
     }
 
     return ngx_decode_base64url(dst, src);
