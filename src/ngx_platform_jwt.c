@@ -17,10 +17,12 @@
 
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 
 #if (OPENSSL_VERSION_NUMBER >= 0x30000000L)
@@ -39,6 +41,10 @@
 
 /* latest representable exp: 9999-12-31T23:59:59Z */
 #define NGX_PLATFORM_JWT_MAX_TIME  253402300799.0
+
+
+/* the size of r and of s of ES512: 521 bits */
+#define NGX_PLATFORM_JWT_EC_MAX_SIZE  66
 
 
 typedef struct {
@@ -69,6 +75,9 @@ typedef struct {
      * token gets a copy, which spares OpenSSL's lookups of the algorithm
      */
     EVP_MD_CTX                *verify;
+
+    /* ECDSA: the curve's order halved, big-endian, of the size of s */
+    u_char                     half_order[NGX_PLATFORM_JWT_EC_MAX_SIZE];
 } ngx_platform_jwt_key_t;
 
 
@@ -118,6 +127,7 @@ static char *ngx_platform_jwt_set_secret(ngx_platform_jwt_key_t *key,
     u_char *secret, size_t len);
 static char *ngx_platform_jwt_check_pkey(ngx_conf_t *cf,
     ngx_platform_jwt_key_t *key);
+static char *ngx_platform_jwt_half_order(ngx_platform_jwt_key_t *key);
 static ngx_int_t ngx_platform_jwt_track(ngx_conf_t *cf, void *object,
     ngx_pool_cleanup_pt free);
 static void ngx_platform_jwt_free_pkey(void *data);
@@ -514,6 +524,7 @@ static char *
 ngx_platform_jwt_check_pkey(ngx_conf_t *cf, ngx_platform_jwt_key_t *key)
 {
     int    id;
+    char  *rv;
 #if (OPENSSL_VERSION_NUMBER >= 0x30000000L)
     char   group[64];
 #endif
@@ -557,6 +568,11 @@ ngx_platform_jwt_check_pkey(ngx_conf_t *cf, ngx_platform_jwt_key_t *key)
         }
 #endif
 
+        rv = ngx_platform_jwt_half_order(key);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+
         break;
 
     default:
@@ -583,6 +599,43 @@ ngx_platform_jwt_check_pkey(ngx_conf_t *cf, ngx_platform_jwt_key_t *key)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * n / 2 of the key's curve: an s above it is refused, since (r, n - s)
+ * verifies as well as (r, s) and a token must have one spelling
+ */
+
+static char *
+ngx_platform_jwt_half_order(ngx_platform_jwt_key_t *key)
+{
+    int        nid;
+    char      *rv;
+    BIGNUM    *half;
+    EC_GROUP  *group;
+
+    rv = "the order of the EC key's curve is unknown";
+
+    nid = OBJ_sn2nid(key->alg->group);
+
+    group = (nid == NID_undef) ? NULL : EC_GROUP_new_by_curve_name(nid);
+    half = BN_new();
+
+    if (group && half
+        && BN_rshift1(half, EC_GROUP_get0_order(group)) == 1
+        && BN_bn2binpad(half, key->half_order, (int) key->alg->size)
+           == (int) key->alg->size)
+    {
+        rv = NGX_CONF_OK;
+    }
+
+    BN_free(half);
+    EC_GROUP_free(group);
+
+    ERR_clear_error();
+
+    return rv;
 }
 
 
@@ -1053,29 +1106,52 @@ done:
 
 
 /*
- * RFC 7515 base64url: no padding and nothing but the alphabet.
- * ngx_decode_base64url() would stop at a '=' and ignore what follows it,
- * letting many strings pass for one token.
+ * RFC 7515 base64url: no padding, nothing but the alphabet, and the bits
+ * of the last character that make no byte all zero. ngx_decode_base64url()
+ * would stop at a '=' and ignore what follows it, and would ignore those
+ * bits, letting many strings pass for one token.
  */
 
 static ngx_int_t
 ngx_platform_jwt_decode_b64url(ngx_str_t *dst, ngx_str_t *src)
 {
-    u_char  c;
+    u_char  c, v;
     size_t  i;
 
     if (src->len % 4 == 1) {
         return NGX_ERROR;
     }
 
+    v = 0;
+
     for (i = 0; i < src->len; i++) {
         c = src->data[i];
 
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-              || (c >= '0' && c <= '9') || c == '-' || c == '_'))
-        {
+        if (c >= 'A' && c <= 'Z') {
+            v = c - 'A';
+
+        } else if (c >= 'a' && c <= 'z') {
+            v = c - 'a' + 26;
+
+        } else if (c >= '0' && c <= '9') {
+            v = c - '0' + 52;
+
+        } else if (c == '-') {
+            v = 62;
+
+        } else if (c == '_') {
+            v = 63;
+
+        } else {
             return NGX_ERROR;
         }
+    }
+
+    /* 2 characters of a last group carry 8 bits of 12, 3 carry 16 of 18 */
+
+    if ((src->len % 4 == 2 && (v & 0x0f)) || (src->len % 4 == 3 && (v & 0x03)))
+    {
+        return NGX_ERROR;
     }
 
     return ngx_decode_base64url(dst, src);
@@ -1159,18 +1235,43 @@ ngx_platform_jwt_check_ecdsa(ngx_platform_jwt_key_t *key, ngx_str_t *input,
     ngx_str_t *signature)
 {
     int           len;
-    u_char        der[256], *p;
+    u_char        der[256], *p, *s, r0, s0;
+    size_t        i, size;
     BIGNUM       *br, *bs;
     ECDSA_SIG    *sig;
 
-    if (signature->len != 2 * key->alg->size) {
+    size = key->alg->size;
+
+    if (signature->len != 2 * size) {
+        return NGX_DECLINED;
+    }
+
+    /*
+     * s above n / 2 is refused: its twin n - s verifies too; so are r and
+     * s of zero, whatever OpenSSL would say of them
+     */
+
+    s = signature->data + size;
+
+    if (ngx_memcmp(s, key->half_order, size) > 0) {
+        return NGX_DECLINED;
+    }
+
+    r0 = 0;
+    s0 = 0;
+
+    for (i = 0; i < size; i++) {
+        r0 |= signature->data[i];
+        s0 |= s[i];
+    }
+
+    if (r0 == 0 || s0 == 0) {
         return NGX_DECLINED;
     }
 
     sig = ECDSA_SIG_new();
-    br = BN_bin2bn(signature->data, (int) key->alg->size, NULL);
-    bs = BN_bin2bn(signature->data + key->alg->size, (int) key->alg->size,
-                   NULL);
+    br = BN_bin2bn(signature->data, (int) size, NULL);
+    bs = BN_bin2bn(s, (int) size, NULL);
 
     if (sig == NULL || br == NULL || bs == NULL
         || ECDSA_SIG_set0(sig, br, bs) != 1)

@@ -2,9 +2,10 @@
 
 # Bearer tokens (JWT) on the persons family: every way a token is refused,
 # with its 401 challenge and Envelope A body; the algorithms HS256/384/512,
-# RS256, ES256 and a JWKS; leeway, issuer, audience, the tenant claim against
-# the tenantId header; the verified-token cache never outliving exp; and the
-# configurations "nginx -t" refuses.
+# RS256, ES256/384/512 and a JWKS; one spelling per token (base64url without
+# stray bits, ECDSA with the low s); leeway, issuer, audience, the tenant
+# claim against the tenantId header; the verified-token cache never outliving
+# exp; and the configurations "nginx -t" refuses.
 
 use strict;
 use warnings;
@@ -22,7 +23,8 @@ my $k = Platform::JWT::keys("$dir/keys");
 
 # one server per key set; the port's number names it below
 my %port = (hs256 => 1, hs384 => 2, hs512 => 3, rs256 => 4, es256 => 5,
-            jwks => 6, issaud => 7, leeway => 8, cache => 9);
+            jwks => 6, issaud => 7, leeway => 8, cache => 9, es384 => 10,
+            es512 => 11);
 
 $t->run(<<'EOF');
     # tokens of more than 8 KiB must reach the module
@@ -102,6 +104,22 @@ $t->run(<<'EOF');
             platform_persons;
             platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
             platform_jwt_cache on;
+        }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_10%%;
+        location /api/ {
+            platform_persons;
+            platform_jwt_key ES384 %%TESTDIR%%/keys/ec384.pub;
+        }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_11%%;
+        location /api/ {
+            platform_persons;
+            platform_jwt_key ES512 %%TESTDIR%%/keys/ec521.pub;
         }
     }
 EOF
@@ -438,6 +456,88 @@ for (1 .. 20) {
 is($es_ok, 20, 'twenty ES256 tokens');
 is_invalid(get(token => tok(alg => 'HS384', key => $hs256), at => 'hs384'),
            $SIG, 'HS384 keyed with the HS256 secret');
+is_ok(get(token => tok(alg => 'ES384', key => $k->{ec384}), at => 'es384'),
+      'ES384');
+is_ok(get(token => tok(alg => 'ES512', key => $k->{ec521}), at => 'es512'),
+      'ES512');
+
+### one spelling per token
+
+# base64url: the low bits of a part's last character that make no byte
+# (4 of them at a length of 4k + 2, 2 at 4k + 3) must be zero; a lenient
+# decoder gives the same bytes for each of their values
+
+my $spare = tok();
+my ($ph64, $pc64, $ps64) = split /\./, $spare;
+is(length $ps64, 43, 'an HS256 signature: 43 characters, 2 unused bits');
+is_ok(get(token => $spare), 'HS256 token of a canonical spelling');
+my $ps64_spare = Platform::JWT::spare_bits($ps64);
+is(Platform::JWT::b64url_decode($ps64_spare),
+   Platform::JWT::b64url_decode($ps64),
+   'the signature with a spare bit set: the same bytes, leniently');
+is_invalid(get(token => "$ph64.$pc64.$ps64_spare"), $MALFORMED,
+           'HS256 signature with a spare bit set');
+
+# a pad member that gives the part a length of 4k + $mod
+sub spare_pad {
+    my ($part, $mod) = @_;
+    for my $n (0 .. 3) {
+        my %pad = $part eq 'header' ? (header => { x => 'x' x $n })
+                                    : (claims => { pad => 'p' x $n });
+        my @p = split /\./, tok(%pad);
+        return %pad if length($p[$part eq 'header' ? 0 : 1]) % 4 == $mod;
+    }
+    die "no $part of length 4k + $mod\n";
+}
+
+for my $part (qw(header claims)) {
+    for my $mod (2, 3) {
+        my %pad = spare_pad($part, $mod);
+        is_ok(get(token => tok(%pad)), "$part of length 4k + $mod");
+        # signed as sent, so that only the spelling is wrong
+        is_invalid(get(token => tok(%pad, spare_bits => $part)), $MALFORMED,
+                   "$part of length 4k + $mod with a spare bit set");
+    }
+}
+
+for my $v ([ 'rs256', 'RS256', $k->{rsa} ], [ 'es256', 'ES256', $k->{ec} ]) {
+    my ($at, $alg, $key) = @$v;
+    my (undef, undef, $ss) = split /\./, tok(alg => $alg, key => $key);
+    is(length($ss) % 4, 2, "$alg signature: 4 unused bits");
+    is_invalid(get(token => tok(alg => $alg, key => $key,
+                                spare_bits => 'signature'), at => $at),
+               $MALFORMED, "$alg signature with a spare bit set");
+}
+
+# ECDSA: (r, n - s) verifies as well as (r, s); only s <= n / 2 is taken
+# (the signer makes those); r or s of zero is no signature
+
+for my $v ([ 'es256', 'ES256', $k->{ec}, 32 ],
+           [ 'es384', 'ES384', $k->{ec384}, 48 ],
+           [ 'es512', 'ES512', $k->{ec521}, 66 ],
+           [ 'jwks', 'ES256', $k->{ec}, 32, { kid => 'ec-1' } ])
+{
+    my ($at, $alg, $key, $size, $header) = @$v;
+    my $name = $at eq 'jwks' ? "$alg (JWKS)" : $alg;
+    my $token = tok(alg => $alg, key => $key, header => $header);
+    my ($eh, $ec, $es) = split /\./, $token;
+    my $raw = Platform::JWT::b64url_decode($es);
+
+    is_ok(get(token => $token, at => $at), "$name with the low s");
+    is_invalid(get(token => "$eh.$ec." . Platform::JWT::ecdsa_twin($alg, $es),
+                   at => $at),
+               $SIG, "$name: the same token with s replaced by n - s");
+    is_invalid(get(token => tok(alg => $alg, key => $key, header => $header,
+                                high_s => 1), at => $at),
+               $SIG, "$name signed with the high s");
+
+    my $r0 = ("\0" x $size) . substr($raw, $size);
+    my $s0 = substr($raw, 0, $size) . ("\0" x $size);
+    is_invalid(get(token => "$eh.$ec." . Platform::JWT::b64url($r0),
+                   at => $at), $SIG, "$name with r zero");
+    is_invalid(get(token => "$eh.$ec." . Platform::JWT::b64url($s0),
+                   at => $at), $SIG, "$name with s zero");
+}
 
 ### JWKS
 
@@ -567,6 +667,12 @@ spew("$dir/keys/short.key", "0123456789\n");
 spew("$dir/keys/nokid.json", JSON::PP->new->encode({ keys => [
     { kty => 'oct', alg => 'HS256',
       k => Platform::JWT::b64url($hs256) } ] }));
+# a JWK's members are read by the same decoder as tokens
+my ($ecx, $ecy) = Platform::JWT::ec_public_point($k->{ec_pub});
+spew("$dir/keys/spare.json", JSON::PP->new->encode({ keys => [
+    { kty => 'EC', kid => 'ec-1', crv => 'P-256',
+      x => Platform::JWT::spare_bits(Platform::JWT::b64url($ecx)),
+      y => Platform::JWT::b64url($ecy) } ] }));
 
 sub conf {
     my ($location, $http) = @_;
@@ -627,6 +733,8 @@ my @bad = (
       qr/nokid\.json/, 'JWKS key without kid' ],
     [ conf('platform_jwt_jwks %%TESTDIR%%/keys/hs256.key;'),
       qr/hs256\.key/, 'JWKS file that is no JSON' ],
+    [ conf('platform_jwt_jwks %%TESTDIR%%/keys/spare.json;'),
+      qr/spare\.json/, 'JWKS "x" with a spare bit set' ],
     [ conf('platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;'
            . ' platform_jwt_jwks %%TESTDIR%%/keys/jwks.json;'),
       qr/platform_jwt_(?:key|jwks)/, 'both platform_jwt_key and _jwks' ],

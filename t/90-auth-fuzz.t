@@ -1,9 +1,10 @@
 #!/usr/bin/perl
 
-# Malformed credentials by the hundred: tokens mutated byte by byte, header
-# and claims JSON of every wrong shape (signed, so that the module reaches
-# their parsing), signatures of every length, and random API keys. Every
-# answer must be 200 or 401 (403 for a tenant mismatch), in the family's
+# Malformed credentials by the hundred: tokens mutated byte by byte, good
+# tokens spelled otherwise (unused base64url bits set, ECDSA's high s),
+# header and claims JSON of every wrong shape (signed, so that the module
+# reaches their parsing), signatures of every length, and random API keys.
+# Every answer must be 200 or 401 (403 for a tenant mismatch), in the family's
 # envelope, and no worker may fall over (the harness fails on an alert).
 # PLATFORM_TEST_SEED repeats a run.
 
@@ -138,6 +139,60 @@ is(check(1, Authorization => "Bearer $valid"), '', 'the valid token');
 run_cases('mutated tokens',
     map { [-1, Authorization => "Bearer $_"] }
         grep { $_ ne $valid } map { mutate(mutate($valid)) } 1 .. 300);
+
+# 1b. good tokens spelled otherwise, signed as sent: every value of the
+# unused low bits of each part's last character, and ECDSA's other s
+# (n - s); never accepted
+
+my (@base, @spellings);
+
+for my $v ([1, 'HS256', $secret, undef], [2, 'ES256', $k->{ec}, 'ec-1'],
+           [2, 'RS256', $k->{rsa}, 'rsa-1'])
+{
+    my ($port, $alg, $key, $kid) = @$v;
+
+    # pads that give header and claims each length modulo 4 in turn
+    for my $n (0 .. 3) {
+        my %o = (alg => $alg, key => $key,
+                 header => { kid => $kid, x => 'x' x $n },
+                 claims => { %good, pad => 'p' x $n });
+        my $token = Platform::JWT::sign(%o);
+        my @p = split /\./, $token;
+
+        push @base, [$port, $token];
+
+        for my $i (0 .. 2) {
+            my $mask = { 2 => 15, 3 => 3 }->{length($p[$i]) % 4} or next;
+
+            for my $bits (1 .. $mask) {
+                my @q = @p;
+                $q[$i] = Platform::JWT::spare_bits($q[$i], $bits);
+                my $s = $i == 2 ? join('.', @q)
+                      : Platform::JWT::sign(%o, header_b64 => $q[0],
+                                            claims_b64 => $q[1]);
+                push @spellings, [-$port, Authorization => "Bearer $s"];
+            }
+        }
+
+        next unless $alg eq 'ES256';
+
+        # the high s, alone and with a part's unused bits set
+        my @parts = grep { length($p[$_]) % 4 > 1 } 0 .. 2;
+        push @spellings, map {
+            [-$port, Authorization => 'Bearer ' . Platform::JWT::sign(
+                 %o, high_s => 1,
+                 spare_bits => [ (qw(header claims signature))[@$_] ])]
+        } [], map { [$_] } @parts;
+    }
+}
+
+is(scalar(grep { $t->request('GET', "/api/v1/PersonAccounts/$acct/get",
+                             port => $t->port($_->[0]),
+                             headers => { Authorization => "Bearer $_->[1]" })
+                     ->{status} != 200 } @base),
+   0, scalar(@base) . ' tokens of HS256, ES256 and RS256 accepted');
+
+run_cases('the same tokens spelled otherwise', @spellings);
 
 # 2. claims of every wrong shape, correctly signed
 

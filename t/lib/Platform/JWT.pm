@@ -25,8 +25,12 @@ Platform::JWT - keys and signed tokens (JWS compact form) for the tests
 =head1 DESCRIPTION
 
 Core Perl only: HMAC with L<Digest::SHA>, base64url with L<MIME::Base64>,
-JSON with L<JSON::PP>; RSA and EC keys are made and used with the
-C<openssl> command (C<genpkey>, C<pkey>, C<dgst -sign>).
+JSON with L<JSON::PP>, the ECDSA C<n - s> with L<Math::BigInt>; RSA and EC
+keys are made and used with the C<openssl> command (C<genpkey>, C<pkey>,
+C<dgst -sign>).
+
+ECDSA signatures come with a low C<s> (at most C<n / 2>, C<n> the order of
+the curve), the one spelling of the two that verify which the module takes.
 
 =head1 FUNCTIONS
 
@@ -48,6 +52,10 @@ hashref of their paths:
     rsa2_pub     its public key
     ec           EC P-256 private key (PEM)
     ec_pub       its public key
+    ec384        EC P-384 private key (PEM), for ES384
+    ec384_pub    its public key
+    ec521        EC P-521 private key (PEM), for ES512
+    ec521_pub    its public key
     jwks         a JWKS: {"keys": [RSA kid "rsa-1" (alg RS256, use sig,
                  n/e of rsa_pub), EC kid "ec-1" (crv P-256, x/y of ec_pub,
                  no alg: the module infers ES256), oct kid "hs-1" (alg
@@ -101,6 +109,17 @@ payloads that are not objects or not JSON at all.
 Raw parts used exactly as given (no encoding). The signature is still
 computed over the parts actually used unless C<signature_b64> is given.
 
+=item high_s
+
+True: an ES* signature gets the other C<s> that verifies, C<n - s>, above
+C<n / 2>.
+
+=item spare_bits
+
+A part's name (C<header>, C<claims>, C<signature>) or an arrayref of them:
+the part gets the lowest unused bit of its last character set (see
+C<spare_bits> below). The signature is computed over the parts so changed.
+
 =back
 
 =item Platform::JWT::secret($path)
@@ -111,6 +130,18 @@ module uses as the HMAC key.
 =item Platform::JWT::b64url($bytes), Platform::JWT::b64url_decode($text)
 
 Base64url without padding, and back.
+
+=item Platform::JWT::spare_bits($part [, $value])
+
+The base64url C<$part> with the unused low bits of its last character (4
+at a length of 4k + 2, 2 at 4k + 3) set to C<$value> (default 1, the
+lowest): it decodes to the same bytes with a lenient decoder. A part of a
+length that is a multiple of 4 has no such bits: croaks.
+
+=item Platform::JWT::ecdsa_twin($alg, $signature_b64)
+
+The ES* signature (base64url) with C<s> replaced by C<n - s>: the other
+signature of the same input and key.
 
 =item Platform::JWT::split_token($token)
 
@@ -128,6 +159,7 @@ use Carp qw(croak);
 use Digest::SHA ();
 use File::Temp ();
 use JSON::PP ();
+use Math::BigInt ();
 use MIME::Base64 ();
 use POSIX ();
 use Platform::Test ();
@@ -144,6 +176,19 @@ my %digest = (256 => 'sha256', 384 => 'sha384', 512 => 'sha512');
 
 # size in bytes of r and s of ECDSA on the curve of each ES algorithm
 my %ec_size = (ES256 => 32, ES384 => 48, ES512 => 66);
+
+# the order n of each curve (P-256, P-384, P-521)
+my %ec_order = (
+    ES256 => 'ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551',
+    ES384 => 'ffffffffffffffffffffffffffffffffffffffffffffffffc7634d81f4372ddf'
+           . '581a0db248b0a77aecec196accc52973',
+    ES512 => '01ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'
+           . 'fffa51868783bf2f966b7fcc0148f709a5d03bb5c9b8899c47aebb6fb71e9138'
+           . '6409',
+);
+
+my @b64url = ('A' .. 'Z', 'a' .. 'z', '0' .. '9', '-', '_');
+my %b64url = map { $b64url[$_] => $_ } 0 .. $#b64url;
 
 sub b64url {
     my ($bytes) = @_;
@@ -167,6 +212,24 @@ sub secret {
     return $data;
 }
 
+sub spare_bits {
+    my ($part, $value) = @_;
+    $value //= 1;
+    my $mask = { 2 => 0x0f, 3 => 0x03 }->{length($part) % 4}
+        // croak 'spare_bits: no unused bits in a part of length '
+                 . length $part;
+    croak "spare_bits: $value is not 1 to $mask"
+        unless $value >= 1 && $value <= $mask;
+    my $v = $b64url{substr($part, -1)} // croak 'spare_bits: not base64url';
+    croak 'spare_bits: set already' if $v & $mask;
+    return substr($part, 0, -1) . $b64url[$v | $value];
+}
+
+sub ecdsa_twin {
+    my ($alg, $sig64) = @_;
+    return b64url(_ecdsa_twin($alg, b64url_decode($sig64)));
+}
+
 sub split_token {
     my ($token) = @_;
     my ($h, $c) = split /\./, $token;
@@ -188,6 +251,10 @@ sub keys {
         rsa2_pub    => "$dir/rsa2.pub",
         ec          => "$dir/ec.pem",
         ec_pub      => "$dir/ec.pub",
+        ec384       => "$dir/ec384.pem",
+        ec384_pub   => "$dir/ec384.pub",
+        ec521       => "$dir/ec521.pem",
+        ec521_pub   => "$dir/ec521.pub",
         jwks        => "$dir/jwks.json",
     );
 
@@ -209,10 +276,14 @@ sub keys {
                  '-pkeyopt', 'rsa_keygen_bits:2048', '-out', $p{$name});
         _openssl('pkey', '-in', $p{$name}, '-pubout', '-out', $p{"${name}_pub"});
     }
-    _openssl('genpkey', '-algorithm', 'EC',
-             '-pkeyopt', 'ec_paramgen_curve:P-256',
-             '-pkeyopt', 'ec_param_enc:named_curve', '-out', $p{ec});
-    _openssl('pkey', '-in', $p{ec}, '-pubout', '-out', $p{ec_pub});
+    for ([ ec => 'P-256' ], [ ec384 => 'P-384' ], [ ec521 => 'P-521' ]) {
+        my ($name, $curve) = @$_;
+        _openssl('genpkey', '-algorithm', 'EC',
+                 '-pkeyopt', "ec_paramgen_curve:$curve",
+                 '-pkeyopt', 'ec_param_enc:named_curve', '-out', $p{$name});
+        _openssl('pkey', '-in', $p{$name}, '-pubout',
+                 '-out', $p{"${name}_pub"});
+    }
 
     chmod 0644, grep { $_ ne $p{jwks} } values %p;
 
@@ -280,13 +351,28 @@ sub sign {
     my $c64 = $o{claims_b64}
         // b64url($o{claims_json} // $json->encode($o{claims} // {}));
 
+    my %spare = map { $_ => 1 }
+        ref $o{spare_bits} ? @{$o{spare_bits}} : ($o{spare_bits} // ());
+    $h64 = spare_bits($h64) if delete $spare{header};
+    $c64 = spare_bits($c64) if delete $spare{claims};
+
     my $input = "$h64.$c64";
-    return "$input.$o{signature_b64}" if defined $o{signature_b64};
+    my $s64 = $o{signature_b64};
 
-    my $how = $o{signing_alg} // $alg;
-    return "$input." if lc $how eq 'none';
+    if (!defined $s64) {
+        my $how = $o{signing_alg} // $alg;
+        return "$input." if lc $how eq 'none';
 
-    return "$input." . b64url(signature($how, $o{key}, $input));
+        my $sig = signature($how, $o{key}, $input);
+        $sig = _ecdsa_twin($how, $sig) if $o{high_s};
+        $s64 = b64url($sig);
+    }
+
+    $s64 = spare_bits($s64) if delete $spare{signature};
+    croak 'sign: spare_bits of an unknown part: '
+        . join(', ', CORE::keys %spare) if %spare;
+
+    return "$input.$s64";
 }
 
 # hs256($keys, %claims): a valid HS256 token of the keys' secret for
@@ -317,7 +403,35 @@ sub signature {
     my $sig = _openssl('dgst', "-$digest{$bits}", '-sign', $key,
                        $tmp->filename);
     return $sig if $kind eq 'RS';
-    return _ecdsa_der_to_raw($sig, $ec_size{$alg});
+    $sig = _ecdsa_der_to_raw($sig, $ec_size{$alg});
+
+    # openssl leaves s as it comes, above n / 2 half of the time
+    return _ecdsa_high_s($alg, $sig) ? _ecdsa_twin($alg, $sig) : $sig;
+}
+
+sub _ecdsa_s {
+    my ($alg, $sig) = @_;
+    my $size = $ec_size{$alg} // croak "not an ECDSA algorithm: $alg";
+    croak "$alg signature of " . length($sig) . ' bytes'
+        unless length $sig == 2 * $size;
+    return Math::BigInt->from_hex(unpack 'H*', substr($sig, $size));
+}
+
+# s > n / 2, n odd
+sub _ecdsa_high_s {
+    my ($alg, $sig) = @_;
+    return _ecdsa_s($alg, $sig) * 2 > Math::BigInt->from_hex($ec_order{$alg});
+}
+
+# r || s to r || n - s
+sub _ecdsa_twin {
+    my ($alg, $sig) = @_;
+    my $size = $ec_size{$alg};
+    my $t = Math::BigInt->from_hex($ec_order{$alg}) - _ecdsa_s($alg, $sig);
+    my $hex = substr($t->as_hex, 2);
+    $hex = "0$hex" if length($hex) % 2;
+    my $bytes = pack 'H*', $hex;
+    return substr($sig, 0, $size) . ("\0" x ($size - length $bytes)) . $bytes;
 }
 
 # ECDSA-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER } to r||s, each
