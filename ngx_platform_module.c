@@ -11,6 +11,7 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
+#include "ngx_platform_op.h"
 #include "ngx_platform_pg.h"
 #include "ngx_platform_redis.h"
 
@@ -31,6 +32,10 @@ static void ngx_platform_free_pg_options(void *data);
 static void *ngx_platform_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static char *ngx_platform_check_texts(ngx_conf_t *cf,
+    ngx_platform_family_t *family);
+static char *ngx_platform_check_text(ngx_conf_t *cf,
+    ngx_platform_family_t *family, const char *en);
 static char *ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -795,6 +800,102 @@ ngx_platform_free_pg_options(void *data)
 
 
 /* platform_otp; platform_tms; ...: the location serves that family */
+
+/*
+ * nginx -t: an Envelope A family answers French clients in French, so
+ * each of its texts has a French version, and each message its endpoint
+ * tables declare is among its texts or the core's.
+ */
+
+static char *
+ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
+{
+    char                     *rv;
+    const char               *m[11];
+    ngx_uint_t                i;
+    ngx_platform_sql_t       *sql;
+    ngx_platform_text_t      *t;
+    ngx_platform_outcome_t   *o;
+    ngx_platform_endpoint_t  *ep;
+
+    if (family->envelope != NGX_PLATFORM_ENVELOPE_A) {
+        return NGX_CONF_OK;
+    }
+
+    for (t = family->texts; t && t->en; t++) {
+        if (t->fr == NULL || t->fr[0] == '\0') {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "platform_%V: the message \"%s\" has no "
+                               "French text", &family->name, t->en);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    for (ep = family->endpoints; ep->pattern; ep++) {
+        sql = ep->sql;
+
+        ngx_memzero(m, sizeof(m));
+
+        m[0] = ep->invalid;
+        m[1] = ep->invalid_detail;
+
+        if (sql) {
+            m[2] = sql->ok;
+            m[3] = sql->missing;
+            m[4] = sql->missing_detail;
+            m[5] = sql->conflict;
+            m[6] = sql->conflict_detail;
+            m[7] = sql->reference_message;
+            m[8] = sql->reference_detail;
+            m[9] = sql->refused;
+            m[10] = sql->refused_detail;
+        }
+
+        for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+            if (m[i] == NULL) {
+                continue;
+            }
+
+            rv = ngx_platform_check_text(cf, family, m[i]);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+        }
+
+        for (o = sql ? sql->outcomes : NULL; o && o->name; o++) {
+            rv = ngx_platform_check_text(cf, family, o->message);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+
+            if (o->detail) {
+                rv = ngx_platform_check_text(cf, family, o->detail);
+                if (rv != NGX_CONF_OK) {
+                    return rv;
+                }
+            }
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_platform_check_text(ngx_conf_t *cf, ngx_platform_family_t *family,
+    const char *en)
+{
+    if (ngx_platform_text_known(family, en)) {
+        return NGX_CONF_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "platform_%V: the message \"%s\" has no French "
+                       "text", &family->name, en);
+
+    return NGX_CONF_ERROR;
+}
+
 
 static char *
 ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)

@@ -5,11 +5,14 @@
  * endpoint families.
  *
  * Layers point one way: a family (ngx_platform_<family>.c) declares its
- * endpoints; the request core (ngx_platform_http.c, _schema.c, _json.c)
+ * endpoints; the request core (ngx_platform_http.c, _auth.c, _schema.c)
  * routes, authenticates and checks every declared input, then runs the
  * endpoint's operation through the runners (ngx_platform_op.c), which
  * use the transports (ngx_platform_pg.c, ngx_platform_redis.c). The
- * transports know nothing of HTTP.
+ * transports know nothing of HTTP. Every layer may use the floor: the
+ * request helpers (ngx_platform_request.c), the response writer
+ * (ngx_platform_response.c) and the metrics store
+ * (ngx_platform_metrics.c); the floor uses nothing above it.
  */
 
 
@@ -279,6 +282,13 @@ typedef ngx_int_t (*ngx_platform_handler_pt)(ngx_http_request_t *r,
 
 
 /*
+ * What continues a request that waited (an API key's lookup): rc is
+ * NGX_OK to go on, else what ends it.
+ */
+typedef void (*ngx_platform_resume_pt)(ngx_http_request_t *r, ngx_int_t rc);
+
+
+/*
  * One row of a family's endpoint table.
  *
  * pattern: literal segments and typed captures: "{version}" (served
@@ -405,6 +415,9 @@ struct ngx_platform_ctx_s {
     const char                *error_message;
     const char                *error_detail;
 
+    /* what continues the request once authentication has waited */
+    ngx_platform_resume_pt     resume;
+
     /* the operation was retried after a serialization failure */
     unsigned                   retried:1;
     /* scope above is set */
@@ -432,26 +445,9 @@ extern ngx_module_t  ngx_platform_module;
 extern ngx_platform_family_t  *ngx_platform_families[];
 
 
-/* ngx_platform_http.c: request entry, routing, inputs, body, completion */
+/* ngx_platform_request.c: the floor, which every layer may use */
 
-ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
 ngx_platform_ctx_t *ngx_platform_get_ctx(ngx_http_request_t *r);
-
-/* compiles a family's endpoint patterns for the configuration */
-ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
-    ngx_platform_family_t *family);
-
-/*
- * Ends a request that an operation left with NGX_DONE: rc is what a
- * send function returned, or a bare HTTP error status.
- */
-void ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc);
-
-/*
- * Resumes a request that authentication left with NGX_DONE: on NGX_OK
- * reads the body and runs the operation, else ends the request with rc.
- */
-void ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc);
 
 /*
  * Records the message and detail of an error and returns status, for
@@ -471,10 +467,32 @@ ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
 ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 
+/* a tenant, country or user name: 1 to 128 printable, no ':' */
+ngx_int_t ngx_platform_name_valid(u_char *p, size_t len);
+
 ngx_int_t ngx_platform_is_uuid(ngx_str_t *s);
 
 /* the length of the longest valid strict UTF-8 prefix: len when valid */
 size_t ngx_platform_utf8_valid(u_char *p, size_t len);
+
+
+/* ngx_platform_texts.c: the text service */
+
+/* the message in the request's language */
+const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
+
+/* the message has a French text, the family's or the core's */
+ngx_int_t ngx_platform_text_known(ngx_platform_family_t *family,
+    const char *en);
+
+
+/* ngx_platform_http.c: request entry, routing, inputs, body */
+
+ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
+
+/* compiles a family's endpoint patterns for the configuration */
+ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
+    ngx_platform_family_t *family);
 
 /* header and body filters: nginx's own error pages in the envelope */
 ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
@@ -519,7 +537,7 @@ ngx_int_t ngx_platform_check_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, json_t *json, json_error_t *error);
 
 
-/* ngx_platform_json.c: the envelope writer and responses */
+/* ngx_platform_response.c: envelopes, responses, the end of a request */
 
 /*
  * The data of a response: JSON text spliced as it is (PostgreSQL builds
@@ -544,6 +562,19 @@ typedef struct {
 ngx_int_t ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail, ngx_platform_data_t *data);
 
+/*
+ * Ends a request that an operation left with NGX_DONE: rc is what a
+ * send function returned, or a bare HTTP error status.
+ */
+void ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc);
+
+/*
+ * What a handler's rc becomes: a bare HTTP status that nothing was sent
+ * for is sent as an error in the family's envelope, with the text
+ * recorded by ngx_platform_fail(); anything else is returned as it is.
+ */
+ngx_int_t ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc);
+
 /* 200 in the envelope with data (JSON text, len 0: the empty data) */
 ngx_int_t ngx_platform_send_ok(ngx_http_request_t *r, const char *message,
     u_char *data, size_t len);
@@ -566,12 +597,6 @@ ngx_int_t ngx_platform_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 ngx_int_t ngx_platform_add_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 
-/* the message in the request's language */
-const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
-
-/* nginx -t: every message of an Envelope A family has a French text */
-char *ngx_platform_check_texts(ngx_conf_t *cf,
-    ngx_platform_family_t *family);
 
 
 /* ngx_platform_op.c: operation runners and the outcomes of backends */
@@ -593,10 +618,10 @@ ngx_int_t ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc);
  * Establishes ctx->identity as the route and platform_auth require, and
  * the endpoint's declared inputs: NGX_OK, a bare 400/401/403 (recorded;
  * 401 sets ctx->challenge), 5xx, or NGX_DONE when an API key is looked
- * up; the lookup's completion then calls ngx_platform_continue().
+ * up; the lookup's completion then calls resume with what it decided.
  */
 ngx_int_t ngx_platform_authenticate(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
+    ngx_platform_ctx_t *ctx, ngx_platform_resume_pt resume);
 
 char *ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
     ngx_platform_loc_conf_t *conf);
@@ -615,16 +640,20 @@ char *ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 
-/* ngx_platform_status.c: metrics zone and counters */
+/* ngx_platform_metrics.c: the metrics store, in a shared zone */
 
 ngx_int_t ngx_platform_metrics_add_zone(ngx_conf_t *cf);
 ngx_int_t ngx_platform_metrics_log_handler(ngx_http_request_t *r);
-void ngx_platform_metrics_init_process(ngx_cycle_t *cycle);
 void ngx_platform_metric_inc(ngx_uint_t metric);
 void ngx_platform_metrics_observe(ngx_uint_t histogram, ngx_msec_t ms);
 char *ngx_platform_metrics_buckets(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 void ngx_platform_metrics_init_buckets(ngx_platform_main_conf_t *pmcf);
+
+
+/* ngx_platform_status.c: health and metrics endpoints, pool gauges */
+
+void ngx_platform_metrics_init_process(ngx_cycle_t *cycle);
 
 
 /* ngx_platform_subrequest.c: a GET to an internal location, in memory */

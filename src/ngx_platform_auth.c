@@ -136,7 +136,8 @@ static ngx_uint_t                 ngx_platform_auth_ready;
 
 
 ngx_int_t
-ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_platform_resume_pt resume)
 {
     ngx_int_t                 rc;
     ngx_uint_t                policy;
@@ -145,6 +146,9 @@ ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
     policy = ngx_platform_auth_policy_of(plcf, ctx->endpoint);
+
+    /* an API key's lookup, if one is needed, answers there */
+    ctx->resume = resume;
 
     if ((policy & NGX_PLATFORM_AUTH_BEARER)
         || ngx_platform_auth_bearer_present(r, plcf, policy))
@@ -472,12 +476,13 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
     ngx_platform_loc_conf_t    *plcf;
     ngx_platform_auth_entry_t  *e;
 
+    ctx = ngx_platform_get_ctx(r);
+
     if (rc != NGX_OK) {
-        ngx_platform_continue(r, ngx_platform_backend_fail(r, rc));
+        ctx->resume(r, ngx_platform_backend_fail(r, rc));
         return;
     }
 
-    ctx = ngx_platform_get_ctx(r);
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
     /* the header was checked before the lookup */
@@ -487,7 +492,7 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
     if (h == NULL || h->value.len != NGX_PLATFORM_APIKEY_LEN
         || ngx_platform_auth_digest(&h->value, digest) != NGX_OK)
     {
-        ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ctx->resume(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
@@ -548,7 +553,7 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
     /* PQgetvalue() strings die with res: the identity needs its own */
 
     if (ngx_platform_auth_copy(r, values, values) != NGX_OK) {
-        ngx_platform_continue(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ctx->resume(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
@@ -559,7 +564,7 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
                              ngx_platform_auth_policy_of(plcf, ctx->endpoint));
     }
 
-    ngx_platform_continue(r, rc);
+    ctx->resume(r, rc);
 }
 
 
@@ -585,7 +590,7 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     tenant = &values[NGX_PLATFORM_AUTH_V_TENANT];
     scope = &values[NGX_PLATFORM_AUTH_V_MERCHANT];
 
-    if (!ngx_platform_jwt_name_valid(tenant->data, tenant->len)) {
+    if (!ngx_platform_name_valid(tenant->data, tenant->len)) {
         /* written around scripts/apikey: never let it name a Redis key */
 
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -689,7 +694,7 @@ ngx_platform_auth_tenancy(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
     } else if (tenant.data
                && (h == NULL
-                   || ngx_platform_jwt_name_valid(tenant.data, tenant.len)))
+                   || ngx_platform_name_valid(tenant.data, tenant.len)))
     {
         /* no credential: the header names the tenant */
         id->tenant = tenant;

@@ -48,6 +48,7 @@ struct ngx_platform_body_work_s {
 };
 
 
+static void ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_platform_ctx_t *ngx_platform_create_ctx(ngx_http_request_t *r,
     ngx_platform_family_t *family);
 static void ngx_platform_request_id(ngx_http_request_t *r,
@@ -81,7 +82,6 @@ static ngx_int_t ngx_platform_proceed(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_run(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static ngx_int_t ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc);
 static void ngx_platform_check_broken_connection(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_body_filter(ngx_http_request_t *r,
@@ -126,7 +126,7 @@ ngx_platform_handler(ngx_http_request_t *r)
     rc = ngx_platform_route(r, ctx, plcf->routes);
 
     if (rc == NGX_OK) {
-        rc = ngx_platform_authenticate(r, ctx);
+        rc = ngx_platform_authenticate(r, ctx, ngx_platform_continue);
     }
 
     if (rc == NGX_DONE) {
@@ -143,7 +143,9 @@ ngx_platform_handler(ngx_http_request_t *r)
 }
 
 
-void
+/* what authentication resumes once an API key's lookup has answered */
+
+static void
 ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
 {
     ngx_platform_ctx_t  *ctx;
@@ -217,13 +219,6 @@ ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     return NGX_DONE;
-}
-
-
-ngx_platform_ctx_t *
-ngx_platform_get_ctx(ngx_http_request_t *r)
-{
-    return ngx_http_get_module_ctx(r, ngx_platform_module);
 }
 
 
@@ -1350,69 +1345,6 @@ ngx_platform_run(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
-void
-ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc)
-{
-    ngx_http_finalize_request(r, ngx_platform_settle(r, rc));
-}
-
-
-/*
- * A bare HTTP status that nothing was sent for becomes an error response
- * in the family's envelope, with the message recorded by
- * ngx_platform_fail() when there is one.
- */
-
-static ngx_int_t
-ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc)
-{
-    ngx_platform_ctx_t  *ctx;
-
-    if (rc < NGX_HTTP_SPECIAL_RESPONSE || r->header_sent
-        || rc == NGX_HTTP_CLIENT_CLOSED_REQUEST
-        || r->connection->error)
-    {
-        return rc;
-    }
-
-    if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
-        /*
-         * the line carries the request id the client was answered with,
-         * and nginx's request line: a 500 is never silent
-         */
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "platform: answered 500");
-    }
-
-    ctx = ngx_platform_get_ctx(r);
-
-    if (ctx == NULL || ctx->error_status != (ngx_uint_t) rc) {
-        return ngx_platform_send_error(r, rc, NULL, NULL);
-    }
-
-    return ngx_platform_send_error(r, rc, ctx->error_message,
-                                   ctx->error_detail);
-}
-
-
-ngx_int_t
-ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
-    const char *message, const char *detail)
-{
-    ngx_platform_ctx_t  *ctx;
-
-    ctx = ngx_platform_get_ctx(r);
-
-    if (ctx) {
-        ctx->error_status = status;
-        ctx->error_message = message;
-        ctx->error_detail = detail;
-    }
-
-    return status;
-}
-
-
 /* from nginx's upstream: a client that closed while we wait is let go */
 
 static void
@@ -1500,189 +1432,6 @@ ngx_platform_check_broken_connection(ngx_http_request_t *r)
                   "while waiting for a backend");
 
     ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST);
-}
-
-
-ngx_table_elt_t *
-ngx_platform_header(ngx_http_request_t *r, char *name)
-{
-    size_t            len;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    len = ngx_strlen(name);
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0 || h[i].key.len != len) {
-            continue;
-        }
-
-        if (ngx_strncasecmp(h[i].key.data, (u_char *) name, len) == 0) {
-            return &h[i];
-        }
-    }
-}
-
-
-/*
- * A required tenancy header: present, 1 to 128 printable characters, no
- * colon.
- * Returns NGX_OK with the value, else 400 naming the header.
- */
-
-ngx_int_t
-ngx_platform_require_header(ngx_http_request_t *r, char *name,
-    ngx_str_t *value)
-{
-    u_char           *p;
-    char             *problem;
-    size_t            i;
-    ngx_table_elt_t  *h;
-
-    h = ngx_platform_header(r, name);
-
-    if (h == NULL || h->value.len == 0) {
-        problem = "required";
-
-    } else {
-        /* ':' separates the parts of Redis keys built from these */
-
-        for (i = 0; i < h->value.len; i++) {
-            if (h->value.data[i] < 0x21 || h->value.data[i] > 0x7e
-                || h->value.data[i] == ':')
-            {
-                break;
-            }
-        }
-
-        if (h->value.len <= 128 && i == h->value.len) {
-            *value = h->value;
-            return NGX_OK;
-        }
-
-        problem = "invalid";
-    }
-
-    p = ngx_pnalloc(r->pool, ngx_strlen(name)
-                             + sizeof(" header is required."));
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_sprintf(p, "%s header is %s.%Z", name, problem);
-
-    return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, (char *) p, (char *) p);
-}
-
-
-/* canonical 8-4-4-4-12 hex */
-
-ngx_int_t
-ngx_platform_is_uuid(ngx_str_t *s)
-{
-    u_char      c;
-    ngx_uint_t  i;
-
-    if (s->len != 36) {
-        return 0;
-    }
-
-    for (i = 0; i < 36; i++) {
-        c = s->data[i];
-
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-') {
-                return 0;
-            }
-
-            continue;
-        }
-
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
-              || (c >= 'A' && c <= 'F')))
-        {
-            return 0;
-        }
-    }
-
-    return 1;
-}
-
-
-/*
- * Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past
- * U+10FFFF. Returns the length of the valid prefix: len when all of it is
- * valid. nginx's ngx_utf8_decode() takes any byte over 0x7f for a
- * continuation, which PostgreSQL and Jansson then refuse.
- */
-
-size_t
-ngx_platform_utf8_valid(u_char *p, size_t len)
-{
-    u_char  *start, *end;
-    size_t   n;
-    u_char   c, lo, hi;
-
-    start = p;
-    end = p + len;
-
-    while (p < end) {
-        c = *p;
-
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-
-        lo = 0x80;
-        hi = 0xbf;
-
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 1;
-
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 2;
-            lo = (c == 0xe0) ? 0xa0 : 0x80;    /* overlong */
-            hi = (c == 0xed) ? 0x9f : 0xbf;    /* surrogates */
-
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 3;
-            lo = (c == 0xf0) ? 0x90 : 0x80;    /* overlong */
-            hi = (c == 0xf4) ? 0x8f : 0xbf;    /* past U+10FFFF */
-
-        } else {
-            break;
-        }
-
-        if ((size_t) (end - p) <= n || p[1] < lo || p[1] > hi) {
-            break;
-        }
-
-        if ((n > 1 && (p[2] & 0xc0) != 0x80)
-            || (n > 2 && (p[3] & 0xc0) != 0x80))
-        {
-            break;
-        }
-
-        p += n + 1;
-    }
-
-    return p - start;
 }
 
 

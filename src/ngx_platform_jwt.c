@@ -1384,7 +1384,7 @@ ngx_platform_jwt_check_claims(ngx_http_request_t *r,
     v = json_object_get(claims, "tenantId");
 
     if (!json_is_string(v)
-        || !ngx_platform_jwt_name_valid((u_char *) json_string_value(v),
+        || !ngx_platform_name_valid((u_char *) json_string_value(v),
                                         json_string_length(v)))
     {
         return "The token has no tenant.";
@@ -1473,23 +1473,4 @@ ngx_platform_jwt_copy(ngx_http_request_t *r, json_t *value, ngx_str_t *dst)
     dst->data[dst->len] = '\0';
 
     return NGX_OK;
-}
-
-
-ngx_int_t
-ngx_platform_jwt_name_valid(u_char *p, size_t len)
-{
-    size_t  i;
-
-    if (len == 0 || len > 128) {
-        return 0;
-    }
-
-    for (i = 0; i < len; i++) {
-        if (p[i] < 0x21 || p[i] > 0x7e || p[i] == ':') {
-            return 0;
-        }
-    }
-
-    return 1;
 }

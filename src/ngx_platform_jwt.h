@@ -37,11 +37,5 @@ const char *ngx_platform_jwt_verify(ngx_http_request_t *r,
     ngx_platform_loc_conf_t *plcf, ngx_str_t *token,
     ngx_platform_jwt_claims_t *claims);
 
-/*
- * A sane tenant, subject or merchant: 1 to 128 characters of 0x21-0x7e
- * without ':' (which separates the parts of Redis keys).
- */
-ngx_int_t ngx_platform_jwt_name_valid(u_char *p, size_t len);
-
 
 #endif /* _NGX_PLATFORM_JWT_H_INCLUDED_ */

@@ -124,7 +124,7 @@ static ngx_str_t  ngx_platform_openapi_text;
 
 /*
  * Written by hand: the shapes of docs/api.md that PostgreSQL builds, and
- * the error envelopes of ngx_platform_json.c.
+ * the error envelopes of ngx_platform_response.c.
  */
 
 static const char  ngx_platform_openapi_schemas[] =

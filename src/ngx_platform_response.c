@@ -1,7 +1,9 @@
 
 /*
- * ngx_platform: the one envelope writer (decisions.md section 1) and the
- * responses of the module, with the headers every response carries.
+ * ngx_platform: the response writer. The one envelope writer
+ * (decisions.md section 1), the responses of the module with the headers
+ * every response carries, and the end of a request: a bare status
+ * settled into its family's envelope.
  *
  * Envelopes are written here as compact JSON; the data inside them is
  * JSON text that PostgreSQL built, spliced as it is, never parsed again.
@@ -13,17 +15,12 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_op.h"
 
 
 static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_error_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t status);
 static const char *ngx_platform_status_text(ngx_uint_t status);
-static const char *ngx_platform_find_text(ngx_platform_text_t *t,
-    const char *en);
-static char *ngx_platform_check_text(ngx_conf_t *cf,
-    ngx_platform_family_t *family, const char *en);
 static u_char *ngx_platform_json_escape(u_char *dst, u_char *src,
     size_t len);
 
@@ -32,103 +29,6 @@ static u_char *ngx_platform_json_escape(u_char *dst, u_char *src,
     ngx_cpymem(p, s, sizeof(s) - 1)
 
 
-/* French texts of the messages of the core, for Envelope A families */
-
-static ngx_platform_text_t  ngx_platform_core_texts[] = {
-    { "Request processed successfully.", "Requête traitée avec succès." },
-    { "Bad request.", "Requête invalide." },
-    { "Authentication required.", "Authentification requise." },
-    { "Access denied.", "Accès refusé." },
-    { "Resource not found.", "Ressource introuvable." },
-    { "No such endpoint.", "Point de terminaison inconnu." },
-    { "Method not allowed.", "Méthode non autorisée." },
-    { "Conflict.", "Conflit." },
-    { "Request body too large.", "Corps de requête trop volumineux." },
-    { "Unsupported media type.", "Type de contenu non pris en charge." },
-    { "Send the body as application/json.",
-      "Envoyez le corps au format application/json." },
-    { "Too many requests.", "Trop de requêtes." },
-    { "Internal server error.", "Erreur interne du serveur." },
-    { "Bad gateway.", "Passerelle incorrecte." },
-    { "Service temporarily unavailable.",
-      "Service temporairement indisponible." },
-    { "Gateway timeout.", "Délai de la passerelle dépassé." },
-    { "API version not supported.", "Version d'API non prise en charge." },
-    { "Supported versions: 1, 1.0.", "Versions prises en charge : 1, 1.0." },
-    { "The request body is not valid JSON.",
-      "Le corps de la requête n'est pas un JSON valide." },
-    { "The request body must be a JSON object.",
-      "Le corps de la requête doit être un objet JSON." },
-    { "A backend did not answer in time; retry shortly.",
-      "Un service interne n'a pas répondu à temps ; réessayez bientôt." },
-    { "A backend is unavailable; retry shortly.",
-      "Un service interne est indisponible ; réessayez bientôt." },
-    { "The request could not be completed.",
-      "La requête n'a pas pu aboutir." },
-    { "tenantId header is required.", "L'en-tête tenantId est requis." },
-    { "tenantId header is invalid.", "L'en-tête tenantId est invalide." },
-
-    /* authentication */
-    { "Invalid token.", "Jeton invalide." },
-    { "Invalid API key.", "Clé d'API invalide." },
-    { "A bearer token is required.",
-      "Un jeton d'accès (Bearer) est requis." },
-    { "An API key is required.", "Une clé d'API est requise." },
-    { "The API key is not valid.", "La clé d'API n'est pas valide." },
-    { "The API key is not valid for this endpoint.",
-      "La clé d'API n'est pas valable pour ce point de terminaison." },
-    { "The tenantId header does not match the credentials.",
-      "L'en-tête tenantId ne correspond pas aux identifiants." },
-    { "The token is malformed.", "Le jeton est mal formé." },
-    { "The token is too large.", "Le jeton est trop volumineux." },
-    { "The token algorithm is not accepted.",
-      "L'algorithme du jeton n'est pas accepté." },
-    { "The token key is unknown.", "La clé du jeton est inconnue." },
-    { "The token signature is invalid.",
-      "La signature du jeton est invalide." },
-    { "The token has no expiry.",
-      "Le jeton n'a pas de date d'expiration." },
-    { "The token has expired.", "Le jeton a expiré." },
-    { "The token is not valid yet.", "Le jeton n'est pas encore valide." },
-    { "The token issuer is not accepted.",
-      "L'émetteur du jeton n'est pas accepté." },
-    { "The token audience is not accepted.",
-      "L'audience du jeton n'est pas acceptée." },
-    { "The token has no tenant.", "Le jeton n'indique aucun locataire." },
-    { "The token could not be checked.",
-      "Le jeton n'a pas pu être vérifié." },
-    { "The API key and the token belong to other tenants.",
-      "La clé d'API et le jeton appartiennent à des locataires différents." },
-    { "countryCode header is required.",
-      "L'en-tête countryCode est requis." },
-    { "countryCode header is invalid.",
-      "L'en-tête countryCode est invalide." },
-
-    /* the JSON limits of every body */
-    { "The request body nests too deeply.",
-      "Le corps de la requête est trop imbriqué." },
-    { "JSON bodies nest at most 64 levels.",
-      "Un corps JSON compte au plus 64 niveaux d'imbrication." },
-    { "The request body has too many members.",
-      "Le corps de la requête a trop de membres." },
-    { "JSON bodies hold at most 10000 members "
-      "(object members and array elements).",
-      "Un corps JSON compte au plus 10000 membres "
-      "(membres d'objets et éléments de tableaux)." },
-
-    /* declared inputs and body fields */
-    { "The token carries no merchantId.",
-      "Le jeton ne porte aucun merchantId." },
-    { "This operation acts for a merchant: its token needs a merchantId "
-      "claim.",
-      "Cette opération agit pour un marchand : son jeton doit porter "
-      "l'attribut merchantId." },
-    { "userId header is required.", "L'en-tête userId est requis." },
-    { "userId header is invalid.", "L'en-tête userId est invalide." },
-    { "Request timeout.", "Délai de la requête dépassé." },
-
-    { NULL, NULL }
-};
 
 
 
@@ -312,6 +212,51 @@ ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
 
 /* Retry-After of a 503, WWW-Authenticate of a 401, Allow of a 405 */
 
+void
+ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_http_finalize_request(r, ngx_platform_settle(r, rc));
+}
+
+
+/*
+ * A bare HTTP status that nothing was sent for becomes an error response
+ * in the family's envelope, with the message recorded by
+ * ngx_platform_fail() when there is one.
+ */
+
+ngx_int_t
+ngx_platform_settle(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    if (rc < NGX_HTTP_SPECIAL_RESPONSE || r->header_sent
+        || rc == NGX_HTTP_CLIENT_CLOSED_REQUEST
+        || r->connection->error)
+    {
+        return rc;
+    }
+
+    if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        /*
+         * the line carries the request id the client was answered with,
+         * and nginx's request line: a 500 is never silent
+         */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "platform: answered 500");
+    }
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx == NULL || ctx->error_status != (ngx_uint_t) rc) {
+        return ngx_platform_send_error(r, rc, NULL, NULL);
+    }
+
+    return ngx_platform_send_error(r, rc, ctx->error_message,
+                                   ctx->error_detail);
+}
+
+
 static ngx_int_t
 ngx_platform_error_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_uint_t status)
@@ -493,142 +438,6 @@ ngx_platform_add_header(ngx_http_request_t *r, char *name, ngx_str_t *value)
     h->value = *value;
 
     return NGX_OK;
-}
-
-
-/* the family's texts first, then the core's */
-
-const char *
-ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en)
-{
-    const char  *fr;
-
-    if (ctx->lang != NGX_PLATFORM_LANG_FR) {
-        return en;
-    }
-
-    fr = ngx_platform_find_text(ctx->family->texts, en);
-
-    if (fr == NULL) {
-        fr = ngx_platform_find_text(ngx_platform_core_texts, en);
-    }
-
-    return fr ? fr : en;
-}
-
-
-static const char *
-ngx_platform_find_text(ngx_platform_text_t *t, const char *en)
-{
-    if (t == NULL) {
-        return NULL;
-    }
-
-    for ( /* void */ ; t->en; t++) {
-        if (ngx_strcmp(t->en, en) == 0) {
-            return t->fr;
-        }
-    }
-
-    return NULL;
-}
-
-
-/*
- * nginx -t: an Envelope A family answers French clients in French, so
- * each of its texts has a French version, and each message its endpoint
- * tables declare is among its texts or the core's.
- */
-
-char *
-ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
-{
-    char                     *rv;
-    const char               *m[11];
-    ngx_uint_t                i;
-    ngx_platform_sql_t       *sql;
-    ngx_platform_text_t      *t;
-    ngx_platform_outcome_t   *o;
-    ngx_platform_endpoint_t  *ep;
-
-    if (family->envelope != NGX_PLATFORM_ENVELOPE_A) {
-        return NGX_CONF_OK;
-    }
-
-    for (t = family->texts; t && t->en; t++) {
-        if (t->fr == NULL || t->fr[0] == '\0') {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "platform_%V: the message \"%s\" has no "
-                               "French text", &family->name, t->en);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    for (ep = family->endpoints; ep->pattern; ep++) {
-        sql = ep->sql;
-
-        ngx_memzero(m, sizeof(m));
-
-        m[0] = ep->invalid;
-        m[1] = ep->invalid_detail;
-
-        if (sql) {
-            m[2] = sql->ok;
-            m[3] = sql->missing;
-            m[4] = sql->missing_detail;
-            m[5] = sql->conflict;
-            m[6] = sql->conflict_detail;
-            m[7] = sql->reference_message;
-            m[8] = sql->reference_detail;
-            m[9] = sql->refused;
-            m[10] = sql->refused_detail;
-        }
-
-        for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-            if (m[i] == NULL) {
-                continue;
-            }
-
-            rv = ngx_platform_check_text(cf, family, m[i]);
-            if (rv != NGX_CONF_OK) {
-                return rv;
-            }
-        }
-
-        for (o = sql ? sql->outcomes : NULL; o && o->name; o++) {
-            rv = ngx_platform_check_text(cf, family, o->message);
-            if (rv != NGX_CONF_OK) {
-                return rv;
-            }
-
-            if (o->detail) {
-                rv = ngx_platform_check_text(cf, family, o->detail);
-                if (rv != NGX_CONF_OK) {
-                    return rv;
-                }
-            }
-        }
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-static char *
-ngx_platform_check_text(ngx_conf_t *cf, ngx_platform_family_t *family,
-    const char *en)
-{
-    if (ngx_platform_find_text(family->texts, en)
-        || ngx_platform_find_text(ngx_platform_core_texts, en))
-    {
-        return NGX_CONF_OK;
-    }
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "platform_%V: the message \"%s\" has no French "
-                       "text", &family->name, en);
-
-    return NGX_CONF_ERROR;
 }
 
 
