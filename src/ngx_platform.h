@@ -447,7 +447,13 @@ extern ngx_platform_family_t  *ngx_platform_families[];
 
 /* ngx_platform_request.c: the floor, which every layer may use */
 
+/* the request's context, with its request id and language */
+ngx_platform_ctx_t *ngx_platform_create_ctx(ngx_http_request_t *r,
+    ngx_platform_family_t *family);
 ngx_platform_ctx_t *ngx_platform_get_ctx(ngx_http_request_t *r);
+
+/* a read handler for a request that waits: a client that leaves is let go */
+void ngx_platform_check_broken_connection(ngx_http_request_t *r);
 
 /*
  * Records the message and detail of an error and returns status, for
@@ -486,17 +492,30 @@ ngx_int_t ngx_platform_text_known(ngx_platform_family_t *family,
     const char *en);
 
 
-/* ngx_platform_http.c: request entry, routing, inputs, body */
+/* ngx_platform_http.c: request entry, inputs, body, operation */
 
 ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
+
+
+/* ngx_platform_route.c: endpoint patterns and the matching of paths */
 
 /* compiles a family's endpoint patterns for the configuration */
 ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
     ngx_platform_family_t *family);
 
-/* header and body filters: nginx's own error pages in the envelope */
+/*
+ * The endpoint of the request into ctx (route, endpoint, the captures in
+ * ctx->args): NGX_OK, else 404 or 405 (with ctx->allow) recorded
+ */
+ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_array_t *routes);
+
+/* ngx_platform_filter.c: nginx's own error pages in the envelope */
+
 ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
 
+
+/* ngx_platform_thread.c: work offloaded to the thread pool */
 
 /*
  * Work that would hold the event loop for more than a few milliseconds

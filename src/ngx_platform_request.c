@@ -1,9 +1,10 @@
 
 /*
  * ngx_platform: the floor under every layer. What a request carries (its
- * context, its recorded error) and the checks of request text that any
- * layer may use: headers, names, uuids, UTF-8. It uses no other file of
- * the module.
+ * context with its request id and language, its recorded error), a
+ * client that leaves while the request waits, and the checks of request
+ * text that any layer may use: headers, names, uuids, UTF-8. It uses no
+ * other file of the module.
  */
 
 
@@ -12,6 +13,180 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
+
+
+#define NGX_PLATFORM_REQUEST_ID_MAX  64
+
+
+static void ngx_platform_request_id(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static u_char *ngx_platform_log_error(ngx_http_request_t *r,
+    ngx_http_request_t *sr, u_char *buf, size_t len);
+static ngx_uint_t ngx_platform_lang(ngx_http_request_t *r);
+
+
+/* nginx's own log handler of requests, the same for all of them */
+static ngx_http_log_handler_pt  ngx_platform_http_log_handler;
+
+/* the state of the request ids' generator, and whose it is */
+static uint64_t                 ngx_platform_rid[2];
+static ngx_pid_t                ngx_platform_rid_pid;
+
+
+ngx_platform_ctx_t *
+ngx_platform_create_ctx(ngx_http_request_t *r, ngx_platform_family_t *family)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_platform_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    ctx->family = family;
+    ctx->lang = ngx_platform_lang(r);
+
+    ngx_http_set_ctx(r, ctx, ngx_platform_module);
+
+    ngx_platform_request_id(r, ctx);
+
+    /*
+     * nginx's handler is kept aside once: after an internal redirect the
+     * module's context is gone but its log lines still need nginx's part
+     */
+
+    if (r->log_handler != ngx_platform_log_error) {
+        ngx_platform_http_log_handler = r->log_handler;
+        r->log_handler = ngx_platform_log_error;
+    }
+
+    return ctx;
+}
+
+
+/*
+ * The client's X-Request-Id when it is 1 to 64 characters of a safe set,
+ * else 32 random hex digits.
+ */
+
+static void
+ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char           *p;
+    size_t            i;
+    uint64_t          x, y;
+    ngx_uint_t        n;
+    ngx_table_elt_t  *h;
+    static u_char     hex[] = "0123456789abcdef";
+
+    h = ngx_platform_header(r, "X-Request-Id");
+
+    if (h && h->value.len > 0 && h->value.len <= NGX_PLATFORM_REQUEST_ID_MAX)
+    {
+        for (i = 0; i < h->value.len; i++) {
+            p = &h->value.data[i];
+
+            if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z')
+                  || (*p >= 'A' && *p <= 'Z')
+                  || *p == '-' || *p == '_' || *p == '.' || *p == ':'))
+            {
+                break;
+            }
+        }
+
+        if (i == h->value.len) {
+            ctx->request_id = h->value;
+            return;
+        }
+    }
+
+    p = ngx_pnalloc(r->pool, 32);
+    if (p == NULL) {
+        ngx_str_set(&ctx->request_id, "-");
+        return;
+    }
+
+    ctx->request_id.data = p;
+    ctx->request_id.len = 32;
+
+    /*
+     * xorshift128+, seeded from random() once per process: an id must not
+     * repeat, it need not be secret, and random() takes a lock per call
+     */
+
+    if (ngx_platform_rid_pid != ngx_pid) {
+        ngx_platform_rid_pid = ngx_pid;
+
+        ngx_platform_rid[0] = ((uint64_t) ngx_random() << 33)
+                              ^ ((uint64_t) ngx_random() << 11)
+                              ^ (uint64_t) ngx_pid;
+        ngx_platform_rid[1] = (((uint64_t) ngx_random() << 33)
+                               ^ ((uint64_t) ngx_random() << 11)
+                               ^ (uint64_t) ngx_time())
+                              | 1;
+    }
+
+    for (n = 0; n < 2; n++) {
+        x = ngx_platform_rid[0];
+        y = ngx_platform_rid[1];
+
+        ngx_platform_rid[0] = y;
+        x ^= x << 23;
+        ngx_platform_rid[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+
+        x = ngx_platform_rid[1] + y;
+
+        for (i = 0; i < 16; i++) {
+            *p++ = hex[(x >> (60 - 4 * i)) & 0xf];
+        }
+    }
+}
+
+
+/* error log lines of a request name its request id */
+
+static u_char *
+ngx_platform_log_error(ngx_http_request_t *r, ngx_http_request_t *sr,
+    u_char *buf, size_t len)
+{
+    u_char              *p;
+    ngx_platform_ctx_t  *ctx;
+
+    p = buf;
+
+    if (ngx_platform_http_log_handler) {
+        p = ngx_platform_http_log_handler(r, sr, p, len);
+        len -= p - buf;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_platform_module);
+
+    if (ctx == NULL) {
+        return p;
+    }
+
+    return ngx_snprintf(p, len, ", request_id: \"%V\"", &ctx->request_id);
+}
+
+
+static ngx_uint_t
+ngx_platform_lang(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_platform_header(r, "Accept-Language");
+
+    if (h && h->value.len >= 2
+        && ngx_strncasecmp(h->value.data, (u_char *) "fr", 2) == 0
+        && (h->value.len == 2 || h->value.data[2] == '-'
+            || h->value.data[2] == ',' || h->value.data[2] == ';'
+            || h->value.data[2] == '_'))
+    {
+        return NGX_PLATFORM_LANG_FR;
+    }
+
+    return NGX_PLATFORM_LANG_EN;
+}
 
 
 ngx_platform_ctx_t *
@@ -36,6 +211,96 @@ ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
     }
 
     return status;
+}
+
+
+/* from nginx's upstream: a client that closed while we wait is let go */
+
+void
+ngx_platform_check_broken_connection(ngx_http_request_t *r)
+{
+    int                n;
+    char               buf[1];
+    ngx_err_t          err;
+    ngx_event_t       *ev;
+    ngx_connection_t  *c;
+
+    c = r->connection;
+    ev = c->read;
+
+    if (c->error) {
+        /* an HTTP/2 stream reset, or an error noticed elsewhere */
+
+        if ((ngx_event_flags & NGX_USE_LEVEL_EVENT) && ev->active) {
+            (void) ngx_del_event(ev, NGX_READ_EVENT, 0);
+        }
+
+        ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                      "client closed the request while waiting for a backend");
+
+        ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST);
+        return;
+    }
+
+#if (NGX_HTTP_V2)
+
+    /* the socket is the whole HTTP/2 connection's, not this stream's */
+
+    if (r->stream) {
+        return;
+    }
+
+#endif
+
+#if (NGX_HAVE_EPOLLRDHUP)
+
+    if ((ngx_event_flags & NGX_USE_EPOLL_EVENT) && ngx_use_epoll_rdhup) {
+
+        if (!ev->pending_eof) {
+            return;
+        }
+
+        ev->eof = 1;
+        c->error = 1;
+
+        ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                      "client prematurely closed connection "
+                      "while waiting for a backend");
+
+        ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST);
+        return;
+    }
+
+#endif
+
+    n = recv(c->fd, buf, 1, MSG_PEEK);
+
+    err = ngx_socket_errno;
+
+    if (n > 0) {
+        /* pipelined data: leave it for after the response */
+
+        if ((ngx_event_flags & NGX_USE_LEVEL_EVENT) && ev->active) {
+            if (ngx_del_event(ev, NGX_READ_EVENT, 0) != NGX_OK) {
+                ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            }
+        }
+
+        return;
+    }
+
+    if (n == -1 && err == NGX_EAGAIN) {
+        return;
+    }
+
+    ev->eof = 1;
+    c->error = 1;
+
+    ngx_log_error(NGX_LOG_INFO, c->log, n == 0 ? 0 : err,
+                  "client prematurely closed connection "
+                  "while waiting for a backend");
+
+    ngx_http_finalize_request(r, NGX_HTTP_CLIENT_CLOSED_REQUEST);
 }
 
 
