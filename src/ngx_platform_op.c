@@ -541,12 +541,7 @@ ngx_platform_command(ngx_http_request_t *r,
     rc = ngx_platform_redis_command(r->pool, r->connection->log, handler, r,
                                     argc, argv, argvlen);
 
-    if (rc == NGX_DONE) {
-        r->main->count++;
-        return NGX_DONE;
-    }
-
-    return ngx_platform_backend_fail(r, rc);
+    return ngx_platform_counted(r, rc);
 }
 
 
@@ -560,10 +555,5 @@ ngx_platform_eval(ngx_http_request_t *r, ngx_platform_redis_script_t *script,
     rc = ngx_platform_redis_eval(r->pool, r->connection->log, script, nkeys,
                                  argc, argv, argvlen, handler, r);
 
-    if (rc == NGX_DONE) {
-        r->main->count++;
-        return NGX_DONE;
-    }
-
-    return ngx_platform_backend_fail(r, rc);
+    return ngx_platform_counted(r, rc);
 }

@@ -5,8 +5,8 @@
  * Each worker keeps a pool of libpq connections driven by nginx events:
  * non-blocking connect (PQconnectStartParams/PQconnectPoll), then libpq
  * pipeline mode for the life of the connection. An operation (one
- * statement, or a batch of statements that form one implicit
- * transaction) is sent as its prepares, if the connection has not
+ * statement, with the scope of its request before it when row-level
+ * security is on) is sent as its prepares, if the connection has not
  * prepared them yet, its executes and one sync point of its own, so an
  * error aborts that operation only. A connection has up to
  * platform_pg_pipeline_depth operations in flight; their results come
@@ -89,6 +89,13 @@ typedef struct {
 } ngx_platform_pg_slot_t;
 
 
+/* a statement and its parameters, as an operation sends it */
+typedef struct {
+    ngx_platform_pg_stmt_t    *stmt;
+    ngx_str_t                 *params;
+} ngx_platform_pg_step_t;
+
+
 struct ngx_platform_pg_op_s {
     ngx_queue_t                  queue;      /* pool->waiting or pc->ops */
     void                        *data;
@@ -98,9 +105,8 @@ struct ngx_platform_pg_op_s {
     ngx_platform_pg_conn_t      *conn;
 
     ngx_platform_pg_handler_pt   handler;
-    ngx_platform_pg_batch_handler_pt  batch_handler;
 
-    /* one call or a batch's calls, their results and slots */
+    /* the scope's call, if any, and the statement's: results, slots */
     ngx_platform_pg_call_t      *calls;
     PGresult                   **results;
     ngx_platform_pg_slot_t      *slots;
@@ -119,7 +125,6 @@ struct ngx_platform_pg_op_s {
 
     ngx_event_t                  wait_timer;
     unsigned                     waiting:1;
-    unsigned                     batch:1;
     unsigned                     read:1;     /* may run on the read pool */
 };
 
@@ -291,32 +296,9 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
 }
 
 
-ngx_int_t
-ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
-    ngx_platform_pg_step_t *steps, ngx_uint_t n,
-    ngx_platform_pg_batch_handler_pt handler, void *data)
-{
-    ngx_platform_pg_op_t  *op;
-
-    if (n == 0) {
-        return NGX_ERROR;
-    }
-
-    op = ngx_platform_pg_op_create(log, scope, steps, n);
-    if (op == NULL) {
-        return NGX_ERROR;
-    }
-
-    op->batch = 1;
-    op->batch_handler = handler;
-
-    return ngx_platform_pg_submit(op, pool, log, data);
-}
-
-
 /*
  * One heap allocation for the op, one for what it sends: the calls,
- * results and slots of a batch (a prepare and an execute a step at
+ * results and slots of its steps (a prepare and an execute a step at
  * most) and every parameter's bytes. A scope is one more call, the
  * first, hidden from the handler.
  */
@@ -451,9 +433,8 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
     ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "platform: PostgreSQL %s, %s \"%s\" rejected",
+                  "platform: PostgreSQL %s, statement \"%s\" rejected",
                   pgp->nconns ? "pool and queue are full" : "is unavailable",
-                  op->batch ? "batch starting with" : "statement",
                   op->calls[op->first].stmt->name);
 
     ngx_platform_pg_op_free(op);
@@ -745,13 +726,7 @@ ngx_platform_pg_op_fail(ngx_platform_pg_op_t *op, ngx_int_t rc)
     if (op->cleanup) {
         ngx_platform_pg_op_clear(op);
 
-        if (op->batch) {
-            op->batch_handler(op->data, op->results + op->first,
-                              op->ncalls - op->first, 0, rc);
-
-        } else {
-            op->handler(op->data, op, NULL, rc);
-        }
+        op->handler(op->data, op, NULL, rc);
     }
 
     ngx_platform_pg_op_free(op);
@@ -1689,21 +1664,14 @@ ngx_platform_pg_complete(ngx_platform_pg_op_t *op)
     }
 
     if (op->cleanup) {
-        if (op->batch) {
-            op->batch_handler(op->data, op->results + op->first,
-                              op->ncalls - op->first,
-                              op->failed - op->first, op->rc);
+        res = op->results[op->first];
 
-        } else {
-            res = op->results[op->first];
-
-            if (op->rc == NGX_OK && res == NULL) {
-                /* a statement always has a result; never seen */
-                op->rc = NGX_ERROR;
-            }
-
-            op->handler(op->data, op, res, op->rc);
+        if (op->rc == NGX_OK && res == NULL) {
+            /* a statement always has a result; never seen */
+            op->rc = NGX_ERROR;
         }
+
+        op->handler(op->data, op, res, op->rc);
     }
 
     ngx_platform_pg_op_free(op);

@@ -77,32 +77,6 @@ ngx_int_t ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_pg_handler_pt handler, void *data);
 
 
-/*
- * A batch: statements that do not depend on each other's results, sent
- * in one round trip and closed by one sync point, so that they run as
- * one implicit transaction: when one fails none of them has any effect.
- * It runs on the primary.
- */
-typedef struct {
-    ngx_platform_pg_stmt_t    *stmt;
-    ngx_str_t                 *params;
-} ngx_platform_pg_step_t;
-
-/*
- * Called once for the whole batch. rc NGX_OK: res[i] is the result of
- * steps[i]. rc NGX_ERROR: res[failed] is the error result of the step
- * that failed (the others may be NULL). NGX_PLATFORM_UNAVAILABLE,
- * NGX_PLATFORM_TIMEOUT: res entries are NULL. The pool frees the results
- * after the handler returns.
- */
-typedef void (*ngx_platform_pg_batch_handler_pt)(void *data, PGresult **res,
-    ngx_uint_t n, ngx_uint_t failed, ngx_int_t rc);
-
-ngx_int_t ngx_platform_pg_batch(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *scope, ngx_platform_pg_step_t *steps, ngx_uint_t n,
-    ngx_platform_pg_batch_handler_pt handler, void *data);
-
-
 /* SQLSTATE of an error result, "" when there is none */
 char *ngx_platform_pg_sqlstate(PGresult *res);
 
