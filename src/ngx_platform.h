@@ -491,6 +491,13 @@ const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
 ngx_int_t ngx_platform_text_known(ngx_platform_family_t *family,
     const char *en);
 
+/*
+ * text, already in the request's language, with its "%s" replaced in
+ * order by args: NUL-ended, in the request pool; NULL when out of memory
+ */
+char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
+    ngx_str_t *args, ngx_uint_t nargs);
+
 
 /* ngx_platform_http.c: request entry, inputs, body, operation */
 

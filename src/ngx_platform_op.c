@@ -298,10 +298,8 @@ static ngx_int_t
 ngx_platform_sql_refuse(ngx_http_request_t *r, ngx_platform_sql_t *sql,
     PGresult *res)
 {
-    u_char                  *p, *detail;
-    size_t                   len, n;
+    char                    *detail;
     ngx_str_t                refusal;
-    const char              *text, *pos;
     ngx_platform_ctx_t      *ctx;
     ngx_platform_outcome_t  *o;
 
@@ -320,32 +318,19 @@ ngx_platform_sql_refuse(ngx_http_request_t *r, ngx_platform_sql_t *sql,
 
     refusal.len = ngx_min(refusal.len, 256);
 
-    text = ngx_platform_text(ctx, sql->refused_detail ? sql->refused_detail
-                                                      : "%s");
-    len = ngx_strlen(text);
-
-    pos = ngx_strstr(text, "%s");
-    n = pos ? (size_t) (pos - text) : len;
-
     /* the detail outlives res: it is written into the request pool */
 
-    detail = ngx_pnalloc(r->pool, len + refusal.len + 1);
+    detail = ngx_platform_text_format(r, ngx_platform_text(ctx,
+                                             sql->refused_detail
+                                             ? sql->refused_detail : "%s"),
+                                      &refusal, 1);
     if (detail == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_cpymem(detail, text, n);
-
-    if (pos) {
-        p = ngx_cpymem(p, refusal.data, refusal.len);
-        p = ngx_cpymem(p, pos + 2, len - n - 2);
-    }
-
-    *p = '\0';
-
     return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
                              sql->refused ? sql->refused : "Bad request.",
-                             (char *) detail);
+                             detail);
 }
 
 

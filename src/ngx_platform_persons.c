@@ -253,21 +253,21 @@ static ngx_platform_text_t  ngx_platform_persons_texts[] = {
     { "fileName must not begin with a dot.",
       "fileName ne doit pas commencer par un point." },
     { "base64 is empty.", "base64 est vide." },
-    { "base64 has an invalid character at position %uz.",
-      "base64 contient un caractère invalide à la position %uz." },
+    { "base64 has an invalid character at position %s.",
+      "base64 contient un caractère invalide à la position %s." },
     { "base64 has bad padding: its length without line breaks is not a "
       "multiple of 4.",
       "base64 a un remplissage incorrect : sa longueur sans les sauts de "
       "ligne n'est pas un multiple de 4." },
-    { "base64 has bad padding: '=' at position %uz.",
-      "base64 a un remplissage incorrect : '=' à la position %uz." },
+    { "base64 has bad padding: '=' at position %s.",
+      "base64 a un remplissage incorrect : '=' à la position %s." },
     { "base64 has bad padding: the unused bits of its last character are "
       "not zero.",
       "base64 a un remplissage incorrect : les bits inutilisés de son "
       "dernier caractère ne sont pas nuls." },
     { "Document too large.", "Document trop volumineux." },
-    { "The document must be at most %uz bytes once decoded.",
-      "Le document doit faire au plus %uz octets une fois décodé." },
+    { "The document must be at most %s bytes once decoded.",
+      "Le document doit faire au plus %s octets une fois décodé." },
     { NULL, NULL }
 };
 
@@ -635,7 +635,7 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
     case NGX_PLATFORM_DOC_CHARACTER:
         return ngx_platform_persons_refuse(r, ctx, NGX_HTTP_BAD_REQUEST,
                    "Bad request.",
-                   "base64 has an invalid character at position %uz.",
+                   "base64 has an invalid character at position %s.",
                    doc->position);
 
     case NGX_PLATFORM_DOC_LENGTH:
@@ -646,7 +646,7 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
     case NGX_PLATFORM_DOC_PAD:
         return ngx_platform_persons_refuse(r, ctx, NGX_HTTP_BAD_REQUEST,
                    "Bad request.",
-                   "base64 has bad padding: '=' at position %uz.",
+                   "base64 has bad padding: '=' at position %s.",
                    doc->position);
 
     case NGX_PLATFORM_DOC_PAD_BITS:
@@ -657,7 +657,7 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
     case NGX_PLATFORM_DOC_TOO_LARGE:
         return ngx_platform_persons_refuse(r, ctx,
                    NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
-                   "The document must be at most %uz bytes once decoded.",
+                   "The document must be at most %s bytes once decoded.",
                    doc->max);
 
     default: /* NGX_PLATFORM_DOC_DIGEST */
@@ -692,18 +692,18 @@ static ngx_int_t
 ngx_platform_persons_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_uint_t status, const char *message, const char *format, size_t n)
 {
-    u_char      *p, *last;
-    const char  *text;
+    char       *detail;
+    u_char      number[NGX_SIZE_T_LEN];
+    ngx_str_t   arg;
 
-    text = ngx_platform_text(ctx, format);
+    arg.data = number;
+    arg.len = ngx_sprintf(number, "%uz", n) - number;
 
-    p = ngx_pnalloc(r->pool, ngx_strlen(text) + NGX_SIZE_T_LEN + 1);
-    if (p == NULL) {
+    detail = ngx_platform_text_format(r, ngx_platform_text(ctx, format),
+                                      &arg, 1);
+    if (detail == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    last = ngx_sprintf(p, text, n);
-    *last = '\0';
-
-    return ngx_platform_fail(r, status, message, (char *) p);
+    return ngx_platform_fail(r, status, message, detail);
 }

@@ -244,8 +244,10 @@ ngx_platform_check_query(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        if (ngx_platform_check_text(&value, &problem) != NGX_OK
-            || ngx_platform_check_type(field, &value, &problem) != NGX_OK)
+        /* the type's problem first: a NUL is no digit of an integer */
+
+        if (ngx_platform_check_type(field, &value, &problem) != NGX_OK
+            || ngx_platform_check_text(&value, &problem) != NGX_OK)
         {
             return ngx_platform_field_fail(r, ctx, &name, field, problem);
         }
@@ -1134,13 +1136,13 @@ ngx_platform_field_fail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_platform_problem_e problem)
 {
     u_char       *p, *last;
+    char         *detail;
     size_t        size;
     char        **v;
     double        d;
     u_char        bound[NGX_INT64_LEN + 32];
-    ngx_str_t     extra;
-    ngx_uint_t    n;
-    const char   *format, *f;
+    ngx_str_t     extra, args[2];
+    const char   *format;
 
     format = ngx_platform_problems[problem].en;
 
@@ -1201,31 +1203,16 @@ ngx_platform_field_fail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         break;
     }
 
-    size = ngx_strlen(format) + name->len + extra.len + 1;
-
-    p = ngx_pnalloc(r->pool, size);
-    if (p == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    args[0] = *name;
+    args[1] = extra;
 
     /* the formats hold "%s" once or twice: name, then the extra */
 
-    last = p;
-    n = 0;
-
-    for (f = format; *f; f++) {
-        if (f[0] == '%' && f[1] == 's') {
-            last = (n++ == 0) ? ngx_cpymem(last, name->data, name->len)
-                              : ngx_cpymem(last, extra.data, extra.len);
-            f++;
-            continue;
-        }
-
-        *last++ = *f;
+    detail = ngx_platform_text_format(r, format, args, 2);
+    if (detail == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    *last = '\0';
-
     return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
-                             (char *) p);
+                             detail);
 }

@@ -163,3 +163,50 @@ ngx_platform_text_known(ngx_platform_family_t *family, const char *en)
     return ngx_platform_find_text(family->texts, en) != NULL
            || ngx_platform_find_text(ngx_platform_core_texts, en) != NULL;
 }
+
+
+/*
+ * text with each "%s" replaced, in order, by args[0], args[1], ...: a
+ * NUL-ended string in the request pool, or NULL. text is already in the
+ * request's language (ngx_platform_text()), so that a translation keeps
+ * its own word order around the values.
+ */
+
+char *
+ngx_platform_text_format(ngx_http_request_t *r, const char *text,
+    ngx_str_t *args, ngx_uint_t nargs)
+{
+    u_char      *buf, *p;
+    size_t       len;
+    ngx_uint_t   i, n;
+    const char  *t;
+
+    len = ngx_strlen(text) + 1;
+
+    for (i = 0; i < nargs; i++) {
+        len += args[i].len;
+    }
+
+    buf = ngx_pnalloc(r->pool, len);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    p = buf;
+    n = 0;
+
+    for (t = text; *t; t++) {
+        if (t[0] == '%' && t[1] == 's' && n < nargs) {
+            p = ngx_cpymem(p, args[n].data, args[n].len);
+            n++;
+            t++;
+            continue;
+        }
+
+        *p++ = *t;
+    }
+
+    *p = '\0';
+
+    return (char *) buf;
+}
