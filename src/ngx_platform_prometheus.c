@@ -1,12 +1,8 @@
 
 /*
- * ngx_platform: operations endpoints.
- *
- * platform_health answers whether PostgreSQL and Redis answer right now
- * (a real SELECT 1 through the pool and a PING, both at once);
- * platform_metrics answers the metrics store (ngx_platform_metrics.c) in
- * Prometheus text format, with the gauges of each worker's pools, which
- * every worker samples here once a second.
+ * ngx_platform: platform_metrics answers the metrics store
+ * (ngx_platform_metrics.c) in Prometheus text format, with the gauges of
+ * each worker's pools, which every worker samples here once a second.
  */
 
 
@@ -19,24 +15,13 @@
 #include "ngx_platform_metrics.h"
 
 
-typedef struct {
-    ngx_uint_t                   pending;
-    ngx_uint_t                   pg_up;
-    ngx_uint_t                   redis_up;
-} ngx_platform_health_t;
-
-
-static ngx_int_t ngx_platform_health(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx);
-static void ngx_platform_health_pg_done(void *data, ngx_platform_pg_op_t *op,
-    PGresult *res, ngx_int_t rc);
-static void ngx_platform_health_redis_done(void *data, redisReply *reply,
-    ngx_int_t rc);
-static void ngx_platform_health_step(ngx_http_request_t *r);
-static ngx_int_t ngx_platform_health_send(ngx_http_request_t *r,
-    ngx_platform_health_t *h);
 static ngx_int_t ngx_platform_metrics(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static u_char *ngx_platform_metrics_counters(u_char *p,
+    ngx_platform_shm_t *shm);
+static u_char *ngx_platform_metrics_pools(u_char *p, ngx_platform_shm_t *shm);
+static u_char *ngx_platform_metrics_histograms(u_char *p, u_char *last,
+    ngx_platform_shm_t *shm);
 static ngx_uint_t ngx_platform_metrics_observed(
     ngx_platform_shm_histogram_t *h);
 static u_char *ngx_platform_metrics_histogram(u_char *p, u_char *last,
@@ -47,27 +32,10 @@ static void ngx_platform_metrics_gauges(void);
 static void ngx_platform_metrics_gauges_timer(ngx_event_t *ev);
 
 
-static ngx_platform_endpoint_t  ngx_platform_health_endpoints[] = {
-    { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_health },
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
-};
-
-
 static ngx_platform_endpoint_t  ngx_platform_metrics_endpoints[] = {
     { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
       NULL, ngx_platform_metrics },
     { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
-};
-
-
-ngx_platform_family_t  ngx_platform_health_family = {
-    ngx_string("health"),
-    NGX_PLATFORM_ENVELOPE_B,
-    NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
-    ngx_platform_health_endpoints,
-    NULL,
-    0
 };
 
 
@@ -82,6 +50,40 @@ ngx_platform_family_t  ngx_platform_metrics_family = {
 
 
 static char  *ngx_platform_pg_pool_names[2] = { "primary", "read" };
+
+
+/* a gauge of the pools: which field of a worker's pool, with what label */
+
+typedef struct {
+    char                      *name;
+    char                      *help;     /* NULL: the row above's metric */
+    char                      *state;    /* more labels, or "" */
+    size_t                     offset;   /* in ngx_platform_shm_pg_t */
+} ngx_platform_pool_gauge_t;
+
+
+static ngx_platform_pool_gauge_t  ngx_platform_pool_gauges[] = {
+
+    { "platform_pg_connections",
+      "PostgreSQL connections of each worker, by pool and state (idle: "
+      "nothing in flight).",
+      ",state=\"idle\"", offsetof(ngx_platform_shm_pg_t, idle) },
+
+    { "platform_pg_connections", NULL,
+      ",state=\"busy\"", offsetof(ngx_platform_shm_pg_t, busy) },
+
+    { "platform_pg_in_flight",
+      "Statements sent on the PostgreSQL connections of each worker and "
+      "not yet answered, by pool.",
+      "", offsetof(ngx_platform_shm_pg_t, in_flight) },
+
+    { "platform_pg_waiting",
+      "Requests waiting for room on a PostgreSQL connection, per worker "
+      "and pool.",
+      "", offsetof(ngx_platform_shm_pg_t, waiting) },
+
+    { NULL, NULL, NULL, 0 }
+};
 
 
 static char  *ngx_platform_round_trip_labels[NGX_PLATFORM_H_MAX] = {
@@ -122,157 +124,13 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
 };
 
 
-static ngx_platform_pg_stmt_t  ngx_platform_health_stmt = {
-    "platform_health", "SELECT 1", 0, 0, 1
-};
-
-
-static ngx_int_t
-ngx_platform_health(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
-{
-    ngx_int_t               rc;
-    ngx_platform_health_t  *h;
-
-    static const char      *ping[] = { "PING" };
-    static const size_t     ping_len[] = { 4 };
-
-    h = ngx_pcalloc(r->pool, sizeof(ngx_platform_health_t));
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ctx->data = h;
-
-    /* each backend operation holds its own count of the request */
-
-    rc = ngx_platform_query(r, &ngx_platform_health_stmt, NULL,
-                            ngx_platform_health_pg_done);
-    if (rc == NGX_DONE) {
-        h->pending++;
-    }
-
-    rc = ngx_platform_command(r, ngx_platform_health_redis_done, 1, ping,
-                              ping_len);
-    if (rc == NGX_DONE) {
-        h->pending++;
-    }
-
-    if (h->pending == 0) {
-        return ngx_platform_health_send(r, h);
-    }
-
-    /* the last operation to answer sends the response */
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_platform_health_pg_done(void *data, ngx_platform_pg_op_t *op,
-    PGresult *res, ngx_int_t rc)
-{
-    ngx_http_request_t *r = data;
-
-    ngx_platform_ctx_t     *ctx;
-    ngx_platform_health_t  *h;
-
-    ctx = ngx_platform_get_ctx(r);
-    h = ctx->data;
-
-    h->pg_up = (rc == NGX_OK);
-
-    ngx_platform_health_step(r);
-}
-
-
-static void
-ngx_platform_health_redis_done(void *data, redisReply *reply, ngx_int_t rc)
-{
-    ngx_http_request_t *r = data;
-
-    ngx_platform_ctx_t     *ctx;
-    ngx_platform_health_t  *h;
-
-    ctx = ngx_platform_get_ctx(r);
-    h = ctx->data;
-
-    h->redis_up = (rc == NGX_OK && reply
-                   && reply->type != REDIS_REPLY_ERROR);
-
-    ngx_platform_health_step(r);
-}
-
-
-static void
-ngx_platform_health_step(ngx_http_request_t *r)
-{
-    ngx_platform_ctx_t     *ctx;
-    ngx_platform_health_t  *h;
-
-    ctx = ngx_platform_get_ctx(r);
-    h = ctx->data;
-
-    if (--h->pending > 0) {
-        /* drop this operation's count of the request */
-        ngx_http_finalize_request(r, NGX_DONE);
-        return;
-    }
-
-    ngx_platform_finalize(r, ngx_platform_health_send(r, h));
-}
-
-
-static ngx_int_t
-ngx_platform_health_send(ngx_http_request_t *r, ngx_platform_health_t *h)
-{
-    u_char                   *body, *p;
-    ngx_uint_t                up;
-    ngx_platform_pg_stats_t   read;
-
-    up = h->pg_up && h->redis_up;
-
-    body = ngx_pnalloc(r->pool, sizeof("{\"status\":\"down\","
-                                       "\"postgres\":{\"status\":\"down\"},"
-                                       "\"postgresRead\":{\"status\":"
-                                       "\"down\"},"
-                                       "\"redis\":{\"status\":\"down\"}}"));
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    p = ngx_sprintf(body, "{\"status\":\"%s\",\"postgres\":{\"status\":"
-                    "\"%s\"},", up ? "up" : "down", h->pg_up ? "up" : "down");
-
-    /*
-     * The read pool as this worker last found it; its being down does
-     * not make the module down: reads then run on the primary.
-     */
-
-    ngx_platform_pg_stats(1, &read);
-
-    if (read.configured) {
-        p = ngx_sprintf(p, "\"postgresRead\":{\"status\":\"%s\"},",
-                        read.connected ? "up" : "down");
-    }
-
-    p = ngx_sprintf(p, "\"redis\":{\"status\":\"%s\"}}",
-                    h->redis_up ? "up" : "down");
-
-    return ngx_platform_send_raw(r, up ? NGX_HTTP_OK
-                                       : NGX_HTTP_SERVICE_UNAVAILABLE,
-                                 body, p - body);
-}
-
-
 static ngx_int_t
 ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char                 *p, *start, *last;
-    size_t                  size;
-    ngx_uint_t              f, s, m, w, n, i, histograms;
-    ngx_platform_shm_t     *shm;
-    ngx_platform_shm_pg_t  *g;
-    u_char                  labels[128];
+    u_char              *p, *start, *last;
+    size_t               size;
+    ngx_uint_t           f, i, histograms;
+    ngx_platform_shm_t  *shm;
 
     static ngx_str_t     type =
                          ngx_string("text/plain; version=0.0.4; charset=utf-8");
@@ -311,7 +169,28 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     last = start + size;
 
-    p = ngx_sprintf(start,
+    p = ngx_platform_metrics_counters(start, shm);
+    p = ngx_platform_metrics_pools(p, shm);
+
+    /*
+     * Last: a histogram that counts its first request while this runs
+     * may find no room left, but never writes past the buffer.
+     */
+
+    p = ngx_platform_metrics_histograms(p, last, shm);
+
+    return ngx_platform_send_body(r, NGX_HTTP_OK, &type, start, p - start);
+}
+
+
+/* the requests by family and status, then the counters of the store */
+
+static u_char *
+ngx_platform_metrics_counters(u_char *p, ngx_platform_shm_t *shm)
+{
+    ngx_uint_t  f, s, m, n;
+
+    p = ngx_sprintf(p,
                     "# HELP platform_requests_total Requests answered by "
                     "the module, by family and status.\n"
                     "# TYPE platform_requests_total counter\n");
@@ -346,62 +225,40 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
                         shm->counters[m]);
     }
 
-    p = ngx_sprintf(p,
-                    "# HELP platform_pg_connections PostgreSQL connections "
-                    "of each worker, by pool and state (idle: nothing in "
-                    "flight).\n"
-                    "# TYPE platform_pg_connections gauge\n");
+    return p;
+}
 
-    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
-        for (i = 0; shm->workers[w].pid && i < 2; i++) {
-            g = &shm->workers[w].pg[i];
 
-            if (!g->configured) {
-                continue;
-            }
+/* the gauges of every worker's pools: one table row, one metric's lines */
 
-            p = ngx_sprintf(p, "platform_pg_connections{worker=\"%ui\","
-                               "pool=\"%s\",state=\"idle\"} %uA\n"
-                               "platform_pg_connections{worker=\"%ui\","
-                               "pool=\"%s\",state=\"busy\"} %uA\n",
-                            w, ngx_platform_pg_pool_names[i], g->idle,
-                            w, ngx_platform_pg_pool_names[i], g->busy);
+static u_char *
+ngx_platform_metrics_pools(u_char *p, ngx_platform_shm_t *shm)
+{
+    ngx_uint_t                   w, i;
+    ngx_atomic_t                *v;
+    ngx_platform_shm_pg_t       *g;
+    ngx_platform_pool_gauge_t   *gauge;
+
+    for (gauge = ngx_platform_pool_gauges; gauge->name; gauge++) {
+
+        if (gauge->help) {
+            p = ngx_sprintf(p, "# HELP %s %s\n# TYPE %s gauge\n",
+                            gauge->name, gauge->help, gauge->name);
         }
-    }
 
-    p = ngx_sprintf(p,
-                    "# HELP platform_pg_in_flight Statements sent on the "
-                    "PostgreSQL connections of each worker and not yet "
-                    "answered, by pool.\n"
-                    "# TYPE platform_pg_in_flight gauge\n");
+        for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+            for (i = 0; shm->workers[w].pid && i < 2; i++) {
+                g = &shm->workers[w].pg[i];
 
-    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
-        for (i = 0; shm->workers[w].pid && i < 2; i++) {
-            g = &shm->workers[w].pg[i];
+                if (!g->configured) {
+                    continue;
+                }
 
-            if (g->configured) {
-                p = ngx_sprintf(p, "platform_pg_in_flight{worker=\"%ui\","
-                                   "pool=\"%s\"} %uA\n",
-                                w, ngx_platform_pg_pool_names[i],
-                                g->in_flight);
-            }
-        }
-    }
+                v = (ngx_atomic_t *) ((u_char *) g + gauge->offset);
 
-    p = ngx_sprintf(p,
-                    "# HELP platform_pg_waiting Requests waiting for room "
-                    "on a PostgreSQL connection, per worker and pool.\n"
-                    "# TYPE platform_pg_waiting gauge\n");
-
-    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
-        for (i = 0; shm->workers[w].pid && i < 2; i++) {
-            g = &shm->workers[w].pg[i];
-
-            if (g->configured) {
-                p = ngx_sprintf(p, "platform_pg_waiting{worker=\"%ui\","
-                                   "pool=\"%s\"} %uA\n",
-                                w, ngx_platform_pg_pool_names[i],
-                                g->waiting);
+                p = ngx_sprintf(p, "%s{worker=\"%ui\",pool=\"%s\"%s} %uA\n",
+                                gauge->name, w, ngx_platform_pg_pool_names[i],
+                                gauge->state, *v);
             }
         }
     }
@@ -419,10 +276,16 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
     }
 
-    /*
-     * Last: a histogram that counts its first request while this runs
-     * may find no room left, but never writes past the buffer.
-     */
+    return p;
+}
+
+
+static u_char *
+ngx_platform_metrics_histograms(u_char *p, u_char *last,
+    ngx_platform_shm_t *shm)
+{
+    ngx_uint_t  f, i;
+    u_char      labels[128];
 
     p = ngx_slprintf(p, last,
                     "# HELP platform_request_duration_seconds Time from a "
@@ -456,7 +319,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
                                          &shm->round_trips[i]);
     }
 
-    return ngx_platform_send_body(r, NGX_HTTP_OK, &type, start, p - start);
+    return p;
 }
 
 
