@@ -1,6 +1,6 @@
 -- Demo rows for the dev servers (scripts/dev start loads them).
 -- Idempotent: every insert is ON CONFLICT DO NOTHING, ids are fixed so the
--- README's curl examples work.
+-- curl examples of docs/development.md work.
 --
 -- Tenants: tenant-demo and tenant-other, both in country NG.
 --   drivers          d1000000-0000-4000-8000-00000000000N   (tenant-demo)
