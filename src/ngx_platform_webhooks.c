@@ -512,9 +512,12 @@ ngx_platform_webhooks_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
 
 /*
- * The event key: the Idempotency-Key header, else webhook-id, else the
- * body's top-level "id", else its "eventId" (a string or a number), else
- * the SHA-256 of the raw body (computed with the signatures' MACs).
+ * The event key. A name with signing secrets: the signed webhook-id
+ * alone, so that a captured delivery replayed with another key is still
+ * a duplicate, and no replay can take the key of an event yet to come.
+ * Others: the Idempotency-Key header, else webhook-id, else the body's
+ * top-level "id", else its "eventId" (a string or a number), else the
+ * SHA-256 of the raw body (computed in ngx_platform_webhooks_work()).
  */
 
 static ngx_int_t
@@ -529,6 +532,11 @@ ngx_platform_webhooks_event_key(ngx_http_request_t *r,
     ngx_table_elt_t   *h;
     static char       *headers[] = { "Idempotency-Key", "webhook-id" };
     static char       *fields[] = { "id", "eventId" };
+
+    if (w->hook->secrets) {
+        return ngx_platform_webhooks_set_key(r, w, w->msg_id.data,
+                                             w->msg_id.len);
+    }
 
     for (i = 0; i < 2; i++) {
         h = ngx_platform_header(r, headers[i]);
@@ -803,8 +811,9 @@ ngx_platform_webhooks_verified(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 /*
  * The request's headers as a JSON object, names in lower case, repeated
  * ones joined with ", ": all but credentials (apiKey, Authorization,
- * Cookie) and those of the connection rather than the event; and the
- * request id the response carries.
+ * Cookie), the signature (whoever reads the table could replay it) and
+ * those of the connection rather than the event; and the request id the
+ * response carries.
  */
 
 static ngx_int_t
@@ -820,8 +829,9 @@ ngx_platform_webhooks_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_table_elt_t  *h;
     static char      *skipped[] = {
         "apikey", "authorization", "proxy-authorization", "cookie",
-        "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
-        "content-length", "expect", "x-request-id", NULL
+        "webhook-signature", "connection", "keep-alive",
+        "transfer-encoding", "te", "upgrade", "content-length", "expect",
+        "x-request-id", NULL
     };
 
     obj = json_object();

@@ -136,7 +136,7 @@ sub sign {
 }
 
 # deliver(%o): a signed delivery to $signed unless told otherwise; each
-# part can be overridden or dropped (undef)
+# part can be overridden or dropped (undef); headers: more headers
 sub deliver {
     my (%o) = @_;
     my $id = exists $o{id} ? $o{id} : 'msg_' . ++$n;
@@ -146,7 +146,7 @@ sub deliver {
         ? $o{sig}
         : sign($o{secret} // $s1, $o{sign_id} // $id, $o{sign_ts} // $ts,
                $o{sign_body} // $body);
-    my %h = ('Content-Type' => 'application/json');
+    my %h = ('Content-Type' => 'application/json', %{$o{headers} // {}});
     $h{'webhook-id'} = $id if defined $id;
     $h{'webhook-timestamp'} = $ts if defined $ts;
     $h{'webhook-signature'} = $sig if defined $sig;
@@ -193,6 +193,39 @@ is(deliver(id => 'msg_valid')->{json}{data}{duplicate}, JSON::PP::true,
 
 stored(deliver(secret => $s2));
 pass('the old secret of the rotation (raw) passes too');
+
+### a captured delivery replayed: its key is its signed webhook-id alone
+
+my %captured = (id => 'msg_captured', ts => time,
+                body => '{"type":"captured"}');
+my $first = deliver(%captured);
+stored($first);
+
+my $headers = JSON::PP->new->decode($t->psql(
+    "SELECT headers::text FROM webhook_events WHERE id = "
+    . ($first->{json}{data}{id} // 0)));
+ok(!exists $headers->{'webhook-signature'},
+   'the stored headers hold no webhook-signature');
+is($headers->{'webhook-id'}, 'msg_captured', 'but the webhook-id');
+
+my $count = rows();
+is(deliver(%captured, headers => { 'Idempotency-Key' => 'replay-1' })
+   ->{json}{data}{duplicate}, JSON::PP::true,
+   'replayed with a new Idempotency-Key: duplicate');
+is(deliver(%captured, headers => { 'Idempotency-Key' => 'msg_future' })
+   ->{json}{data}{duplicate}, JSON::PP::true,
+   'replayed with the Idempotency-Key of a future webhook-id: duplicate');
+is(rows(), $count, 'the replays stored nothing');
+is($t->psql("SELECT count(*) FROM webhook_events"
+            . " WHERE event_key IN ('replay-1', 'msg_future')"), 0,
+   'under none of their keys');
+
+my $future = deliver(id => 'msg_future', headers => {
+                         'Idempotency-Key' => 'msg_captured' });
+stored($future);
+is($t->psql("SELECT event_key FROM webhook_events WHERE id = "
+            . ($future->{json}{data}{id} // 0)), 'msg_future',
+   'the genuine event of that webhook-id is stored, under it');
 
 my $id = 'msg_multi';
 my $ts = time;
