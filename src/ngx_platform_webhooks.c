@@ -119,7 +119,8 @@ static ngx_int_t ngx_platform_webhooks_verified(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_webhooks_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_str_t *out);
-static json_t *ngx_platform_webhooks_json_string(u_char *data, size_t len);
+static json_t *ngx_platform_webhooks_json_string(ngx_pool_t *pool,
+    u_char *data, size_t len);
 static ngx_int_t ngx_platform_webhooks_claim(ngx_http_request_t *r,
     ngx_platform_webhook_ctx_t *w);
 static void ngx_platform_webhooks_claim_done(void *data, redisReply *reply,
@@ -882,7 +883,7 @@ ngx_platform_webhooks_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
         ngx_strlow(p, h[i].key.data, h[i].key.len);
 
-        name = ngx_platform_webhooks_json_string(p, h[i].key.len);
+        name = ngx_platform_webhooks_json_string(r->pool, p, h[i].key.len);
         if (name == NULL) {
             goto failed;
         }
@@ -901,10 +902,11 @@ ngx_platform_webhooks_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             ngx_sprintf(p, "%*s, %V", json_string_length(old),
                         json_string_value(old), &h[i].value);
 
-            value = ngx_platform_webhooks_json_string(p, len);
+            value = ngx_platform_webhooks_json_string(r->pool, p, len);
 
         } else {
-            value = ngx_platform_webhooks_json_string(h[i].value.data,
+            value = ngx_platform_webhooks_json_string(r->pool,
+                                                      h[i].value.data,
                                                       h[i].value.len);
         }
 
@@ -955,23 +957,27 @@ failed:
 
 
 /*
- * A JSON string of header bytes: bytes that are not UTF-8 (headers are
- * octets) become '?', so that any header can be kept.
+ * A JSON string of header bytes (headers are octets, Jansson takes only
+ * UTF-8): the valid runs as they are, and each byte that starts no valid
+ * sequence as the four characters "\xHH", so that the text still says
+ * which bytes came.
  */
 
 static json_t *
-ngx_platform_webhooks_json_string(u_char *data, size_t len)
+ngx_platform_webhooks_json_string(ngx_pool_t *pool, u_char *data,
+    size_t len)
 {
-    u_char    *p, *q, *end, *copy, *d;
-    json_t    *s;
-    uint32_t   c;
+    u_char         *p, *end, *copy, *d;
+    size_t          n;
+    static u_char   hex[] = "0123456789ABCDEF";
 
-    s = json_stringn((char *) data, len);
-    if (s) {
-        return s;
+    n = ngx_platform_utf8_valid(data, len);
+
+    if (n == len) {
+        return json_stringn((char *) data, len);
     }
 
-    copy = malloc(len ? len : 1);
+    copy = ngx_pnalloc(pool, n + 4 * (len - n));
     if (copy == NULL) {
         return NULL;
     }
@@ -981,30 +987,20 @@ ngx_platform_webhooks_json_string(u_char *data, size_t len)
     d = copy;
 
     while (p < end) {
-        if (*p < 0x80) {
-            *d++ = *p++;
-            continue;
-        }
+        n = ngx_platform_utf8_valid(p, end - p);
+        d = ngx_cpymem(d, p, n);
+        p += n;
 
-        q = p;
-        c = ngx_utf8_decode(&q, end - p);
-
-        /* invalid, incomplete, or a surrogate Jansson refuses */
-
-        if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-            *d++ = '?';
+        if (p < end) {
+            *d++ = '\\';
+            *d++ = 'x';
+            *d++ = hex[*p >> 4];
+            *d++ = hex[*p & 0x0f];
             p++;
-            continue;
         }
-
-        d = ngx_cpymem(d, p, q - p);
-        p = q;
     }
 
-    s = json_stringn((char *) copy, d - copy);
-    free(copy);
-
-    return s;
+    return json_stringn((char *) copy, d - copy);
 }
 
 
