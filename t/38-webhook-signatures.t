@@ -4,9 +4,13 @@
 # signing secrets: valid ones (each secret of a rotation, whsec_ and raw,
 # several entries in the header), every way one is refused with 401 naming
 # the header (tampered body, id or timestamp, old and future timestamps,
-# missing and malformed headers) and nothing stored then, a 1 MB body that
-# nginx buffered to a temporary file, and nginx -t refusing bad
-# configurations of platform_webhook_source and _payment_method.
+# missing and malformed headers) and nothing stored then, a captured
+# delivery replayed with any Idempotency-Key (a duplicate: the key is the
+# signed webhook-id) and no webhook-signature among the stored headers, a
+# 1 MB body that nginx buffered to a temporary file, and nginx -t refusing
+# bad configurations of platform_webhook_source and _payment_method, and a
+# name that a route without a credential and one with it would both serve
+# (the shipped layout passes).
 
 use strict;
 use warnings;
