@@ -430,6 +430,12 @@ ngx_platform_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    /* after every location is merged: what each webhook location serves */
+
+    if (ngx_platform_webhooks_check_locations(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_platform_metrics_add_zone(cf);
 }
 
@@ -737,6 +743,7 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_platform_loc_conf_t *prev = parent;
     ngx_platform_loc_conf_t *conf = child;
 
+    char                      *rv;
     ngx_http_core_loc_conf_t  *clcf;
 
     /*
@@ -788,7 +795,12 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                            "answered from the record will be 500");
     }
 
-    return ngx_platform_auth_merge(cf, prev, conf);
+    rv = ngx_platform_auth_merge(cf, prev, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    return ngx_platform_webhooks_record_location(cf, conf);
 }
 
 

@@ -182,6 +182,9 @@ typedef struct {
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
 
+    /* the locations of the webhooks family, checked by nginx -t */
+    ngx_array_t               *webhook_locations;
+
     /* platform_metrics_buckets: upper bounds in milliseconds, increasing */
     ngx_msec_t                 buckets[NGX_PLATFORM_BUCKETS_MAX];
     ngx_uint_t                 nbuckets;
@@ -664,6 +667,14 @@ char *ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 char *ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+
+/*
+ * nginx -t refuses a name served both without a credential and with one:
+ * each merged location of the family is recorded, then all are checked
+ */
+char *ngx_platform_webhooks_record_location(ngx_conf_t *cf,
+    ngx_platform_loc_conf_t *plcf);
+ngx_int_t ngx_platform_webhooks_check_locations(ngx_conf_t *cf);
 
 
 /* ngx_platform_metrics.c: the metrics store, in a shared zone */

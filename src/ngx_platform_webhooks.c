@@ -10,10 +10,13 @@
  * The sources and payment methods a location accepts are configured with
  * platform_webhook_source and platform_webhook_payment_method, each with
  * optional signing secrets; a name with secrets requires a Standard
- * Webhooks signature on every route that serves it.
+ * Webhooks signature on every route that serves it. nginx -t refuses a
+ * name that a route without a credential and a route with one would both
+ * serve: its events could be posted without the key.
  *
- * Each event is stored exactly once. Its key (docs/api.md) is claimed in
- * Redis with SET NX as a pending value unique to the request; a key
+ * Each event is stored exactly once. Its key (docs/api.md; for a name
+ * with secrets, the signed webhook-id alone) is claimed in Redis with
+ * SET NX as a pending value unique to the request; a key
  * already "stored" answers 200 duplicate at once. Everything else goes to
  * PostgreSQL, whose unique index decides: INSERT ... ON CONFLICT DO
  * NOTHING either stores the event (200, then the Redis key becomes
@@ -63,7 +66,28 @@
 typedef struct {
     ngx_str_t                  name;
     ngx_array_t               *secrets;    /* of ngx_str_t; NULL: none */
+
+    /* where it is declared, for nginx -t */
+    ngx_str_t                  file;
+    ngx_uint_t                 line;
 } ngx_platform_webhook_t;
+
+
+/* a location that serves the webhooks family, as merged */
+typedef struct {
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_platform_loc_conf_t   *plcf;
+} ngx_platform_webhook_location_t;
+
+
+/* a name that a route serves in a location, with or without a key */
+typedef struct {
+    ngx_platform_webhook_t    *hook;
+    char                      *kind;       /* "source", "payment method" */
+    ngx_http_core_loc_conf_t  *clcf;
+    ngx_platform_endpoint_t   *endpoint;
+    ngx_uint_t                 keyed;      /* an API key or a token */
+} ngx_platform_webhook_use_t;
 
 
 /* one request's event, from its checks to its storage */
@@ -119,7 +143,8 @@ static ngx_int_t ngx_platform_webhooks_verified(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_webhooks_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_str_t *out);
-static json_t *ngx_platform_webhooks_json_string(u_char *data, size_t len);
+static json_t *ngx_platform_webhooks_json_string(ngx_pool_t *pool,
+    u_char *data, size_t len);
 static ngx_int_t ngx_platform_webhooks_claim(ngx_http_request_t *r,
     ngx_platform_webhook_ctx_t *w);
 static void ngx_platform_webhooks_claim_done(void *data, redisReply *reply,
@@ -140,6 +165,13 @@ static void ngx_platform_webhooks_redis_failed(ngx_http_request_t *r,
     const char *why);
 static ngx_int_t ngx_platform_webhooks_duplicate(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_webhooks_base64(ngx_str_t *src, ngx_str_t *dst);
+static ngx_uint_t ngx_platform_webhooks_serves(ngx_http_core_loc_conf_t *clcf,
+    ngx_platform_endpoint_t *ep);
+static ngx_int_t ngx_platform_webhooks_check_route(ngx_conf_t *cf,
+    ngx_array_t *uses, ngx_platform_webhook_location_t *loc,
+    ngx_platform_endpoint_t *ep);
+static void ngx_platform_webhooks_log_mixed(ngx_conf_t *cf,
+    ngx_platform_webhook_use_t *a, ngx_platform_webhook_use_t *b);
 
 
 /*
@@ -512,9 +544,12 @@ ngx_platform_webhooks_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
 
 /*
- * The event key: the Idempotency-Key header, else webhook-id, else the
- * body's top-level "id", else its "eventId" (a string or a number), else
- * the SHA-256 of the raw body (computed with the signatures' MACs).
+ * The event key. A name with signing secrets: the signed webhook-id
+ * alone, so that a captured delivery replayed with another key is still
+ * a duplicate, and no replay can take the key of an event yet to come.
+ * Others: the Idempotency-Key header, else webhook-id, else the body's
+ * top-level "id", else its "eventId" (a string or a number), else the
+ * SHA-256 of the raw body (computed in ngx_platform_webhooks_work()).
  */
 
 static ngx_int_t
@@ -529,6 +564,11 @@ ngx_platform_webhooks_event_key(ngx_http_request_t *r,
     ngx_table_elt_t   *h;
     static char       *headers[] = { "Idempotency-Key", "webhook-id" };
     static char       *fields[] = { "id", "eventId" };
+
+    if (w->hook->secrets) {
+        return ngx_platform_webhooks_set_key(r, w, w->msg_id.data,
+                                             w->msg_id.len);
+    }
 
     for (i = 0; i < 2; i++) {
         h = ngx_platform_header(r, headers[i]);
@@ -803,8 +843,9 @@ ngx_platform_webhooks_verified(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 /*
  * The request's headers as a JSON object, names in lower case, repeated
  * ones joined with ", ": all but credentials (apiKey, Authorization,
- * Cookie) and those of the connection rather than the event; and the
- * request id the response carries.
+ * Cookie), the signature (whoever reads the table could replay it) and
+ * those of the connection rather than the event; and the request id the
+ * response carries.
  */
 
 static ngx_int_t
@@ -820,8 +861,9 @@ ngx_platform_webhooks_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_table_elt_t  *h;
     static char      *skipped[] = {
         "apikey", "authorization", "proxy-authorization", "cookie",
-        "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
-        "content-length", "expect", "x-request-id", NULL
+        "webhook-signature", "connection", "keep-alive",
+        "transfer-encoding", "te", "upgrade", "content-length", "expect",
+        "x-request-id", NULL
     };
 
     obj = json_object();
@@ -872,7 +914,7 @@ ngx_platform_webhooks_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
         ngx_strlow(p, h[i].key.data, h[i].key.len);
 
-        name = ngx_platform_webhooks_json_string(p, h[i].key.len);
+        name = ngx_platform_webhooks_json_string(r->pool, p, h[i].key.len);
         if (name == NULL) {
             goto failed;
         }
@@ -891,10 +933,11 @@ ngx_platform_webhooks_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             ngx_sprintf(p, "%*s, %V", json_string_length(old),
                         json_string_value(old), &h[i].value);
 
-            value = ngx_platform_webhooks_json_string(p, len);
+            value = ngx_platform_webhooks_json_string(r->pool, p, len);
 
         } else {
-            value = ngx_platform_webhooks_json_string(h[i].value.data,
+            value = ngx_platform_webhooks_json_string(r->pool,
+                                                      h[i].value.data,
                                                       h[i].value.len);
         }
 
@@ -945,23 +988,27 @@ failed:
 
 
 /*
- * A JSON string of header bytes: bytes that are not UTF-8 (headers are
- * octets) become '?', so that any header can be kept.
+ * A JSON string of header bytes (headers are octets, Jansson takes only
+ * UTF-8): the valid runs as they are, and each byte that starts no valid
+ * sequence as the four characters "\xHH", so that the text still says
+ * which bytes came.
  */
 
 static json_t *
-ngx_platform_webhooks_json_string(u_char *data, size_t len)
+ngx_platform_webhooks_json_string(ngx_pool_t *pool, u_char *data,
+    size_t len)
 {
-    u_char    *p, *q, *end, *copy, *d;
-    json_t    *s;
-    uint32_t   c;
+    u_char         *p, *end, *copy, *d;
+    size_t          n;
+    static u_char   hex[] = "0123456789ABCDEF";
 
-    s = json_stringn((char *) data, len);
-    if (s) {
-        return s;
+    n = ngx_platform_utf8_valid(data, len);
+
+    if (n == len) {
+        return json_stringn((char *) data, len);
     }
 
-    copy = malloc(len ? len : 1);
+    copy = ngx_pnalloc(pool, n + 4 * (len - n));
     if (copy == NULL) {
         return NULL;
     }
@@ -971,30 +1018,20 @@ ngx_platform_webhooks_json_string(u_char *data, size_t len)
     d = copy;
 
     while (p < end) {
-        if (*p < 0x80) {
-            *d++ = *p++;
-            continue;
-        }
+        n = ngx_platform_utf8_valid(p, end - p);
+        d = ngx_cpymem(d, p, n);
+        p += n;
 
-        q = p;
-        c = ngx_utf8_decode(&q, end - p);
-
-        /* invalid, incomplete, or a surrogate Jansson refuses */
-
-        if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-            *d++ = '?';
+        if (p < end) {
+            *d++ = '\\';
+            *d++ = 'x';
+            *d++ = hex[*p >> 4];
+            *d++ = hex[*p & 0x0f];
             p++;
-            continue;
         }
-
-        d = ngx_cpymem(d, p, q - p);
-        p = q;
     }
 
-    s = json_stringn((char *) copy, d - copy);
-    free(copy);
-
-    return s;
+    return json_stringn((char *) copy, d - copy);
 }
 
 
@@ -1413,6 +1450,8 @@ ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     hook->name = value[1];
     hook->secrets = NULL;
+    hook->file = cf->conf_file->file.name;
+    hook->line = cf->conf_file->line;
 
     for (a = 2; a < cf->args->nelts; a++) {
 
@@ -1568,4 +1607,238 @@ bad_name:
                        "\"-\", \"_\" or \".\"", &value[1],
                        NGX_PLATFORM_WEBHOOK_NAME_MAX);
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * A location that serves webhooks, as merged, for
+ * ngx_platform_webhooks_check_locations()
+ */
+
+char *
+ngx_platform_webhooks_record_location(ngx_conf_t *cf,
+    ngx_platform_loc_conf_t *plcf)
+{
+    ngx_platform_main_conf_t         *pmcf;
+    ngx_http_core_loc_conf_t         *clcf;
+    ngx_platform_webhook_location_t  *loc;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    /* "if" and "limit_except" have their location's names and policy */
+
+    if (plcf->family != &ngx_platform_webhooks_family
+        || clcf->handler != ngx_platform_handler
+        || clcf->noname)
+    {
+        return NGX_CONF_OK;
+    }
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+
+    if (pmcf->webhook_locations == NULL) {
+        pmcf->webhook_locations = ngx_array_create(cf->pool, 4,
+                                      sizeof(ngx_platform_webhook_location_t));
+        if (pmcf->webhook_locations == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    loc = ngx_array_push(pmcf->webhook_locations);
+    if (loc == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    loc->clcf = clcf;
+    loc->plcf = plcf;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * nginx -t, once every location is merged: a name that a route without
+ * a credential serves must not be served by a route with one (an API
+ * key or a bearer token) anywhere, or its events could be posted without
+ * the key. Sources and payment methods are checked apart.
+ */
+
+ngx_int_t
+ngx_platform_webhooks_check_locations(ngx_conf_t *cf)
+{
+    ngx_uint_t                        i;
+    ngx_array_t                       uses;
+    ngx_platform_endpoint_t          *ep;
+    ngx_platform_main_conf_t         *pmcf;
+    ngx_platform_webhook_location_t  *loc;
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+
+    if (pmcf->webhook_locations == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_array_init(&uses, cf->temp_pool, 8,
+                       sizeof(ngx_platform_webhook_use_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    loc = pmcf->webhook_locations->elts;
+
+    for (i = 0; i < pmcf->webhook_locations->nelts; i++) {
+        for (ep = ngx_platform_webhooks_endpoints; ep->pattern; ep++) {
+
+            if (ngx_platform_webhooks_serves(loc[i].clcf, ep)
+                && ngx_platform_webhooks_check_route(cf, &uses, &loc[i], ep)
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Whether a location may take a route's requests: a regular expression
+ * or a named location may take any; a prefix or exact one only when its
+ * name and the route's literal start are prefixes of one another,
+ * compared as nginx compares locations.
+ */
+
+static ngx_uint_t
+ngx_platform_webhooks_serves(ngx_http_core_loc_conf_t *clcf,
+    ngx_platform_endpoint_t *ep)
+{
+    char    *capture;
+    size_t   len;
+
+#if (NGX_PCRE)
+    if (clcf->regex) {
+        return 1;
+    }
+#endif
+
+    if (clcf->named) {
+        return 1;
+    }
+
+    capture = ngx_strchr(ep->pattern, '{');
+    len = capture ? (size_t) (capture - ep->pattern)
+                  : ngx_strlen(ep->pattern);
+
+    len = ngx_min(len, clcf->name.len);
+
+    return ngx_filename_cmp((u_char *) ep->pattern, clcf->name.data, len)
+           == 0;
+}
+
+
+/*
+ * The names of one route in one location, with the route's policy there
+ * (platform_auth replaces the route's default), each checked against
+ * those recorded before it.
+ */
+
+static ngx_int_t
+ngx_platform_webhooks_check_route(ngx_conf_t *cf, ngx_array_t *uses,
+    ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep)
+{
+    char                        *kind;
+    ngx_uint_t                   i, j, auth, keyed;
+    ngx_array_t                 *hooks;
+    ngx_platform_webhook_t      *hook;
+    ngx_platform_webhook_use_t  *use, *seen;
+
+    if (ep->handler == ngx_platform_webhooks_source) {
+        hooks = loc->plcf->webhook_sources;
+        kind = "source";
+
+    } else {
+        hooks = loc->plcf->webhook_methods;
+        kind = "payment method";
+    }
+
+    if (hooks == NULL) {
+        return NGX_OK;
+    }
+
+    auth = (loc->plcf->auth != NGX_CONF_UNSET_UINT) ? loc->plcf->auth
+                                                      : ep->auth;
+    keyed = (auth & (NGX_PLATFORM_AUTH_APIKEY|NGX_PLATFORM_AUTH_BEARER))
+            != 0;
+
+    hook = hooks->elts;
+
+    for (i = 0; i < hooks->nelts; i++) {
+        use = ngx_array_push(uses);
+        if (use == NULL) {
+            return NGX_ERROR;
+        }
+
+        use->hook = &hook[i];
+        use->kind = kind;
+        use->clcf = loc->clcf;
+        use->endpoint = ep;
+        use->keyed = keyed;
+
+        seen = uses->elts;
+
+        for (j = 0; j < uses->nelts - 1; j++) {
+            if (seen[j].keyed != keyed
+                && ngx_strcmp(seen[j].kind, kind) == 0
+                && seen[j].hook->name.len == hook[i].name.len
+                && ngx_strncmp(seen[j].hook->name.data, hook[i].name.data,
+                               hook[i].name.len)
+                   == 0)
+            {
+                ngx_platform_webhooks_log_mixed(cf, &seen[j], use);
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * nginx -t's refusal: the name, the two locations with their routes, and
+ * where the name is declared (once, or once for each of them)
+ */
+
+static void
+ngx_platform_webhooks_log_mixed(ngx_conf_t *cf, ngx_platform_webhook_use_t *a,
+    ngx_platform_webhook_use_t *b)
+{
+    u_char                      *p, *last;
+    u_char                       where[NGX_MAX_ERROR_STR];
+    ngx_platform_webhook_use_t  *keyless, *keyed;
+
+    keyless = a->keyed ? b : a;
+    keyed = a->keyed ? a : b;
+
+    last = where + sizeof(where);
+    p = ngx_slprintf(where, last, "%V:%ui", &keyless->hook->file,
+                     keyless->hook->line);
+
+    if (keyed->hook != keyless->hook) {
+        p = ngx_slprintf(p, last, " and %V:%ui", &keyed->hook->file,
+                         keyed->hook->line);
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "%s \"%V\" is served without a credential by location "
+                  "\"%V\" (POST %s) and with one by location \"%V\" "
+                  "(POST %s), so its events could be posted without the "
+                  "key: declare it only in locations that serve it one "
+                  "way (it is declared in %*s)",
+                  keyless->kind, &keyless->hook->name,
+                  &keyless->clcf->name, keyless->endpoint->pattern,
+                  &keyed->clcf->name, keyed->endpoint->pattern,
+                  p - where, where);
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/perl
 
 # The three webhook intakes: what is stored (tenant, kind and name, event
-# key, headers, the body byte for byte, time), the answers (new and
-# duplicate, Envelope B), the event key rules, credentials per route,
+# key, headers, the body byte for byte, time), header bytes that are not
+# UTF-8 (stored as \xHH, also random ones: never a 5xx), the answers (new
+# and duplicate, Envelope B), the event key rules, credentials per route,
 # unknown sources and payment methods, bodies refused (arrays, scalars,
 # malformed, too deep, too many members; also in an Envelope A family),
 # the Redis mark of a stored event, and the NOTIFY a LISTEN client gets.
+# PLATFORM_TEST_SEED repeats the random header bytes.
 
 use strict;
 use utf8;
@@ -15,6 +17,7 @@ use lib 't/lib';
 use Test::More;
 use Platform::Test;
 use Digest::SHA qw(sha256_hex);
+use Encode ();
 use POSIX ();
 use Time::HiRes qw(sleep);
 
@@ -51,9 +54,10 @@ $t->run(<<'EOF');
     }
 
     # names set at the server level are inherited, unless a location
-    # names its own
+    # names its own; header names of any bytes reach the module
     server {
         listen 127.0.0.1:%%PORT_2%%;
+        ignore_invalid_headers off;
         platform_webhook_source outer;
 
         location ^~ /api/webhooks/ {
@@ -296,6 +300,104 @@ ok_new($r, 'public route with a tenantId header');
 is($t->psql("SELECT coalesce(tenant_id, 'NULL') FROM webhook_events"
             . " WHERE event_key = 'pub-1'"), 'NULL',
    'a bare tenantId header is not stored as the tenant');
+
+### header bytes that are not UTF-8: kept, each such byte as \xHH
+
+# raw_post(PATH, HEADER LINES, BODY, %opts): bytes as they are
+sub raw_post {
+    my ($path, $head, $body, %o) = @_;
+    return $t->parse_response($t->raw_request(
+        "POST $path HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+        . "Content-Type: application/json\r\n$head"
+        . 'Content-Length: ' . length($body) . "\r\n\r\n$body", %o));
+}
+
+# a stored header's value, as the hex of its UTF-8 bytes
+sub stored_header {
+    my ($id, $name) = @_;
+    return $t->psql("SELECT encode(convert_to(headers->>'$name', 'UTF8'),"
+                    . " 'hex') FROM webhook_events WHERE id = $id");
+}
+
+my @bytes = (
+    [ 'x-twice', "a\xc3\xc3b", 'a\\xC3\\xC3b', 'C3 C3' ],
+    [ 'x-lone', "\xff", '\\xFF', 'a lone FF' ],
+    [ 'x-overlong', "\xc0\x80", '\\xC0\\x80', 'an overlong C0 80' ],
+    [ 'x-surrogate', "\xed\xa0\x80", '\\xED\\xA0\\x80',
+      'a surrogate ED A0 80' ],
+    [ 'x-cut', "caf\xc3\xa9 \xe2\x82", "caf\xc3\xa9 \\xE2\\x82",
+      'valid UTF-8 as it is, then a cut sequence' ],
+);
+$r = raw_post($src_b, join('', map { "$_->[0]: $_->[1]\r\n" } @bytes),
+              '{"id":"bytes-1"}');
+$id = ok_new($r, 'headers that are not UTF-8');
+for my $b (@bytes) {
+    is(stored_header($id // 0, $b->[0]), unpack('H*', $b->[2]),
+       "stored header: $b->[3]");
+}
+
+$r = raw_post('/api/webhooks/public/outer/events', "X-N\xe9me: v\r\n",
+              '{"id":"bytes-2"}', port => $t->port(2));
+$id = ok_new($r, 'a header name that is not UTF-8');
+is($t->psql("SELECT encode(convert_to(k, 'UTF8'), 'hex')"
+            . " FROM webhook_events, jsonb_object_keys(headers) k"
+            . " WHERE id = " . ($id // 0) . " AND k LIKE 'x-n%'"),
+   unpack('H*', 'x-n\\xE9me'), 'stored header name: in lower case, '
+   . 'the byte as \\xE9');
+
+# random bytes: a header, and another one sent twice (joined with ", ")
+
+my $seed = $ENV{PLATFORM_TEST_SEED} // int(rand(2**31));
+srand($seed);
+diag("PLATFORM_TEST_SEED=$seed");
+
+my $utf8 = qr/[\x00-\x7f] | [\xc2-\xdf][\x80-\xbf]
+              | \xe0[\xa0-\xbf][\x80-\xbf] | \xed[\x80-\x9f][\x80-\xbf]
+              | [\xe1-\xec\xee\xef][\x80-\xbf]{2}
+              | \xf0[\x90-\xbf][\x80-\xbf]{2} | [\xf1-\xf3][\x80-\xbf]{3}
+              | \xf4[\x80-\x8f][\x80-\xbf]{2}/x;
+
+sub escaped {
+    my ($bytes) = @_;
+    $bytes =~ s/\G(?:($utf8)|(.))/
+        defined $1 ? $1 : sprintf('\\x%02X', ord $2)/gse;
+    return $bytes;
+}
+
+# bytes of a header value (no CR, LF, NUL or control characters), mixing
+# single bytes, whole UTF-8 sequences and cut ones
+sub random_value {
+    my $v = '';
+    for (1 .. 1 + int rand 12) {
+        my $c = int rand 0x110000;
+        $c = 0xe9 if $c >= 0xd800 && $c <= 0xdfff;
+        my $seq = $c < 0x80 ? chr(0x20 + int rand 0x5f)
+                            : Encode::encode('UTF-8', chr $c);
+        my $pick = int rand 3;
+        $v .= $pick == 0 ? chr(0x80 + int rand 0x80)
+            : $pick == 1 ? $seq
+            : substr($seq, 0, 1 + int rand length $seq);
+    }
+    $v =~ s/^[ \t]+|[ \t]+$//g;
+    return length $v ? $v : 'x';
+}
+
+for my $n (1 .. 40) {
+    my @v = map { random_value() } 1 .. 3;
+    my $res = raw_post($src_b, "X-Fuzz-A: $v[0]\r\nX-Fuzz-B: $v[1]\r\n"
+                               . "X-Fuzz-B: $v[2]\r\n",
+                       qq({"id":"fuzz-$n"}));
+    my $hex = join ' ', map { unpack('H*', $_) } @v;
+    ok($res->{status} < 500, "random header bytes $n: no 5xx")
+        or diag("$res->{status}: $hex");
+    is($res->{status}, 200, "random header bytes $n: 200")
+        or diag($hex);
+    my $i = $res->{json}{data}{id} // 0;
+    is(stored_header($i, 'x-fuzz-a') . ' ' . stored_header($i, 'x-fuzz-b'),
+       unpack('H*', escaped($v[0])) . ' '
+       . unpack('H*', escaped("$v[1], $v[2]")),
+       "random header bytes $n: stored escaped") or diag($hex);
+}
 
 ### credentials
 

@@ -4,9 +4,13 @@
 # signing secrets: valid ones (each secret of a rotation, whsec_ and raw,
 # several entries in the header), every way one is refused with 401 naming
 # the header (tampered body, id or timestamp, old and future timestamps,
-# missing and malformed headers) and nothing stored then, a 1 MB body that
-# nginx buffered to a temporary file, and nginx -t refusing bad
-# configurations of platform_webhook_source and _payment_method.
+# missing and malformed headers) and nothing stored then, a captured
+# delivery replayed with any Idempotency-Key (a duplicate: the key is the
+# signed webhook-id) and no webhook-signature among the stored headers, a
+# 1 MB body that nginx buffered to a temporary file, and nginx -t refusing
+# bad configurations of platform_webhook_source and _payment_method, and a
+# name that a route without a credential and one with it would both serve
+# (the shipped layout passes).
 
 use strict;
 use warnings;
@@ -93,6 +97,135 @@ for my $c (@refused) {
     $t->config_refused(conf($c->[0]), $c->[1], $c->[2]);
 }
 
+### nginx -t: no name served both without a credential and with one
+
+# the three locations of platform.conf, each with more directives
+sub layout {
+    my ($http, $keyed, $open, $methods, $more) = @_;
+    return <<"EOF";
+    $http
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location ^~ /api/v1/webhooks/ { platform_webhooks; $keyed }
+        location ^~ /api/webhooks/ { platform_webhooks; $open }
+        location ^~ /webhooks/ { platform_webhooks; $methods }
+        $more
+    }
+EOF
+}
+
+# the refusal, as nginx -t says it
+my $open_route = '/api/webhooks/public/{string:source}/events';
+my $keyed_route = '/api/v1/webhooks/public/{string:source}/events';
+my $method_route = '/webhooks/{string:paymentmethod}';
+
+sub refusal {
+    my ($what, $open, $open_via, $keyed, $keyed_via) = @_;
+    my $text = "$what is served without a credential by location \"$open\""
+               . " (POST $open_via) and with one by location \"$keyed\""
+               . " (POST $keyed_via), so its events could be posted"
+               . ' without the key: declare it only in locations that'
+               . ' serve it one way (it is declared in ';
+    return qr/\[emerg\] \Q$text\E/;
+}
+
+$r = $t->config_refused(
+    layout('platform_webhook_source shop;', '', '', '', ''),
+    refusal('source "shop"', '/api/webhooks/', $open_route,
+            '/api/v1/webhooks/', $keyed_route),
+    'a source of the http level, served by the keyless and the keyed '
+    . 'locations');
+like($r->{output}, qr/declared in \S*nginx\.conf:\d+\)/,
+     'where the source is declared');
+
+my @mixed = (
+    [ layout('', 'platform_webhook_source shop;',
+             'platform_webhook_source shop;', '', ''),
+      qr/declared in \S*nginx\.conf:\d+ and \S*nginx\.conf:\d+\)/,
+      'a source declared in both locations: both places' ],
+    [ layout('', '', '', '', 'location /api/ { platform_webhooks;'
+                             . ' platform_webhook_source shop; }'),
+      refusal('source "shop"', '/api/', $open_route, '/api/',
+              $keyed_route),
+      'one location that serves both {source} routes' ],
+    [ layout('platform_webhook_source shop;', 'platform_auth tenant;',
+             'platform_auth apikey;', '', ''),
+      refusal('source "shop"', '/api/v1/webhooks/', $keyed_route,
+              '/api/webhooks/', $open_route),
+      'platform_auth replaces the routes\' defaults, both ways' ],
+    [ layout('platform_webhook_payment_method card;', '', '', '',
+             'location ~ ^/hooks/ { platform_webhooks; platform_auth none; }'),
+      refusal('payment method "card"', '^/hooks/', $method_route,
+              '/webhooks/', $method_route),
+      'a payment method in a regular expression location without a '
+      . 'credential' ],
+    [ layout('', '', '', 'platform_webhook_payment_method card;',
+             'location @fallback { platform_webhooks; platform_auth none;'
+             . ' platform_webhook_payment_method card; }'),
+      refusal('payment method "card"', '@fallback', $method_route,
+              '/webhooks/', $method_route),
+      'a named location may serve any route' ],
+    [ layout('', 'platform_webhook_source shop;', '', '', '')
+      . "    server {\n        listen 127.0.0.1:%%PORT_2%%;\n"
+      . "        location /api/webhooks/ { platform_webhooks;"
+      . " platform_webhook_source shop; }\n    }\n",
+      refusal('source "shop"', '/api/webhooks/', $open_route,
+              '/api/v1/webhooks/', $keyed_route),
+      'keyless in one server, keyed in another' ],
+);
+for my $c (@mixed) {
+    $t->config_refused(@$c);
+}
+
+my @accepted = (
+    [ layout('platform_webhook_source shop;', '',
+             'platform_auth apikey;', '', ''),
+      'a source of the http level with an API key on both routes' ],
+    [ layout('platform_webhook_payment_method card;',
+             'platform_webhook_source shop;',
+             'platform_webhook_source open;', '', ''),
+      'a payment method of the http level: only /webhooks/ serves it' ],
+    [ layout('platform_webhook_source shop;', 'platform_auth none;', '', '',
+             'location /other/ { platform_webhooks; platform_auth apikey; }'),
+      'a location that serves no route of the name' ],
+    [ layout('', 'platform_webhook_source shop;',
+             'platform_webhook_source open;'
+             . ' if ($arg_x) { set $y 1; } limit_except POST { deny all; }',
+             '', ''),
+      '"if" and "limit_except" in a location' ],
+    [ layout('', 'platform_webhook_source shop;'
+                 . ' location /api/v1/webhooks/public/legacy/ {'
+                 . ' platform_auth none; proxy_pass http://127.0.0.1:1; }',
+             '', '', ''),
+      'a nested location that proxies' ],
+);
+for my $c (@accepted) {
+    $r = $t->check_config($c->[0]);
+    ok($r->{ok}, "nginx -t: $c->[1]") or diag($r->{output});
+}
+
+# the shipped platform.conf with the names its comments show, each in its
+# location
+my $top = $ENV{PLATFORM_TEST_TOP} // '.';
+my $shipped = Platform::Test::_slurp("$top/conf/platform.conf");
+my $shown = $shipped =~ s/^(\s+)# (platform_webhook_\w+ [^;]*;)$/$1$2/mg;
+$shipped =~ s/secret=\S+;/secret=$dir\/card.secret;/g;
+is($shown, 3, 'platform.conf shows a name in each webhook location');
+spew('platform.conf', $shipped);
+spew('jwt.key', 'k' x 48);
+$r = $t->check_config(<<"EOF");
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        platform_jwt_key HS256 $dir/jwt.key;
+        platform_identity_bureau /_bureau;
+        include $dir/platform.conf;
+    }
+EOF
+ok($r->{ok}, 'nginx -t: the shipped layout with those names')
+    or diag($r->{output});
+unlike($r->{output}, qr/\[(?:warn|emerg)\]/, 'and no warning')
+    or diag($r->{output});
+
 ### the server
 
 $t->run(<<"EOF");
@@ -136,7 +269,7 @@ sub sign {
 }
 
 # deliver(%o): a signed delivery to $signed unless told otherwise; each
-# part can be overridden or dropped (undef)
+# part can be overridden or dropped (undef); headers: more headers
 sub deliver {
     my (%o) = @_;
     my $id = exists $o{id} ? $o{id} : 'msg_' . ++$n;
@@ -146,7 +279,7 @@ sub deliver {
         ? $o{sig}
         : sign($o{secret} // $s1, $o{sign_id} // $id, $o{sign_ts} // $ts,
                $o{sign_body} // $body);
-    my %h = ('Content-Type' => 'application/json');
+    my %h = ('Content-Type' => 'application/json', %{$o{headers} // {}});
     $h{'webhook-id'} = $id if defined $id;
     $h{'webhook-timestamp'} = $ts if defined $ts;
     $h{'webhook-signature'} = $sig if defined $sig;
@@ -193,6 +326,39 @@ is(deliver(id => 'msg_valid')->{json}{data}{duplicate}, JSON::PP::true,
 
 stored(deliver(secret => $s2));
 pass('the old secret of the rotation (raw) passes too');
+
+### a captured delivery replayed: its key is its signed webhook-id alone
+
+my %captured = (id => 'msg_captured', ts => time,
+                body => '{"type":"captured"}');
+my $first = deliver(%captured);
+stored($first);
+
+my $headers = JSON::PP->new->decode($t->psql(
+    "SELECT headers::text FROM webhook_events WHERE id = "
+    . ($first->{json}{data}{id} // 0)));
+ok(!exists $headers->{'webhook-signature'},
+   'the stored headers hold no webhook-signature');
+is($headers->{'webhook-id'}, 'msg_captured', 'but the webhook-id');
+
+my $count = rows();
+is(deliver(%captured, headers => { 'Idempotency-Key' => 'replay-1' })
+   ->{json}{data}{duplicate}, JSON::PP::true,
+   'replayed with a new Idempotency-Key: duplicate');
+is(deliver(%captured, headers => { 'Idempotency-Key' => 'msg_future' })
+   ->{json}{data}{duplicate}, JSON::PP::true,
+   'replayed with the Idempotency-Key of a future webhook-id: duplicate');
+is(rows(), $count, 'the replays stored nothing');
+is($t->psql("SELECT count(*) FROM webhook_events"
+            . " WHERE event_key IN ('replay-1', 'msg_future')"), 0,
+   'under none of their keys');
+
+my $future = deliver(id => 'msg_future', headers => {
+                         'Idempotency-Key' => 'msg_captured' });
+stored($future);
+is($t->psql("SELECT event_key FROM webhook_events WHERE id = "
+            . ($future->{json}{data}{id} // 0)), 'msg_future',
+   'the genuine event of that webhook-id is stored, under it');
 
 my $id = 'msg_multi';
 my $ts = time;

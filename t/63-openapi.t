@@ -41,9 +41,10 @@ for my $scope (qw(trades webhooks)) {
 # the OTP code of the example (scripts/dev start sets the same)
 $t->redis(qw(SET otp:tenant-demo:NG:123456 1 EX 600));
 
+# the sources of the examples in locations of their own routes, as the
+# dev configuration declares them (at this level both {source} locations
+# of platform.conf would serve them, which nginx -t refuses)
 $t->run(<<"EOF");
-    platform_webhook_source source-a;
-    platform_webhook_source source-b;
     platform_webhook_payment_method card;
 
     server {
@@ -54,6 +55,17 @@ $t->run(<<"EOF");
         platform_identity_bureau /_bureau;
 
         include $top/conf/platform.conf;
+
+        location ^~ /api/v1/webhooks/public/ {
+            platform_webhooks;
+            platform_apikey_scope webhooks;
+            platform_webhook_source source-a;
+        }
+
+        location ^~ /api/webhooks/public/ {
+            platform_webhooks;
+            platform_webhook_source source-b;
+        }
 
         location = /_bureau {
             internal;
