@@ -420,7 +420,7 @@ is_deeply($r->{json}, { status => 'up', postgres => { status => 'up' },
 unlike(metrics(), qr/pool="read"/, 'off: no read pool in the metrics');
 
 $t->stop;
-my $closed = Platform::Test::free_port();
+my $closed = Platform::Test::closed_port();
 $t->run(conf('"host=127.0.0.1 port=' . $closed . ' dbname=platform'
              . ' user=postgres target_session_attrs=prefer-standby"'));
 

@@ -56,7 +56,7 @@ sub rounds {
 {
     my $t = Platform::Test->new(workers => 1);
 
-    my $closed = Platform::Test::free_port();
+    my $closed = Platform::Test::closed_port();
     my $dsn = sprintf('host=127.0.0.1,%s port=%s,%s dbname=%s user=%s',
                       $t->{pg_host}, $closed, $t->{pg_port}, $t->db,
                       $t->{pg_user});

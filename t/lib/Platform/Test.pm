@@ -1120,6 +1120,19 @@ sub free_port {
     return $port;
 }
 
+# A port that refuses every connection for the rest of the run: bound, so
+# that no server another test file starts meanwhile can take it, but not
+# listening (free_port's port may be taken by then)
+my @closed_ports;
+
+sub closed_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp')
+        or die "closed port: $!\n";
+    push @closed_ports, $s;
+    return $s->sockport;
+}
+
 sub _port_open {
     my ($port) = @_;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
