@@ -502,6 +502,38 @@ char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
     ngx_str_t *args, ngx_uint_t nargs);
 
 
+/* ngx_platform_base64.c: the one strict base64 decoder */
+
+#define NGX_PLATFORM_BASE64_URL      0x01   /* the base64url alphabet */
+#define NGX_PLATFORM_BASE64_PADDED   0x02   /* '=' must fill the last group */
+#define NGX_PLATFORM_BASE64_NO_PAD   0x04   /* '=' is no character at all */
+#define NGX_PLATFORM_BASE64_BREAKS   0x08   /* CR and LF are skipped */
+
+#define NGX_PLATFORM_BASE64_OK         0
+#define NGX_PLATFORM_BASE64_EMPTY      1
+#define NGX_PLATFORM_BASE64_CHARACTER  2    /* at position */
+#define NGX_PLATFORM_BASE64_LENGTH     3    /* a last group of one */
+#define NGX_PLATFORM_BASE64_PAD        4    /* '=' at position */
+#define NGX_PLATFORM_BASE64_BITS       5    /* unused bits not zero */
+
+typedef struct {
+    u_char                    *src;
+    size_t                     len;
+    u_char                    *buf;        /* bytes past cap are counted */
+    size_t                     cap;
+    ngx_uint_t                 flags;      /* NGX_PLATFORM_BASE64_* */
+    size_t                     size;       /* decoded, all of it */
+    size_t                     position;   /* from 1, of a problem */
+} ngx_platform_base64_t;
+
+/* NGX_PLATFORM_BASE64_OK, or the problem (position set where it has one) */
+ngx_uint_t ngx_platform_base64_decode(ngx_platform_base64_t *b);
+
+/* a whole value into dst, ngx_base64_decoded_length() bytes: NGX_OK */
+ngx_int_t ngx_platform_base64_value(ngx_str_t *dst, ngx_str_t *src,
+    ngx_uint_t flags);
+
+
 /* ngx_platform_http.c: request entry, inputs, body, operation */
 
 ngx_int_t ngx_platform_handler(ngx_http_request_t *r);

@@ -144,8 +144,9 @@ static char *ngx_platform_jwt_jwk_ec(ngx_conf_t *cf, json_t *jwk,
 static ngx_int_t ngx_platform_jwt_fromdata(OSSL_PARAM_BLD *bld, char *type,
     EVP_PKEY **pkey);
 #endif
-static ngx_int_t ngx_platform_jwt_decode_b64url(ngx_str_t *dst,
-    ngx_str_t *src);
+/* RFC 7515 base64url: no padding, and one spelling of each value */
+#define NGX_PLATFORM_JWT_BASE64                                              \
+    (NGX_PLATFORM_BASE64_URL|NGX_PLATFORM_BASE64_NO_PAD)
 static json_t *ngx_platform_jwt_decode_json(ngx_http_request_t *r,
     u_char *start, u_char *end);
 static ngx_int_t ngx_platform_jwt_check_signature(ngx_http_request_t *r,
@@ -814,18 +815,16 @@ ngx_platform_jwt_jwk_b64(ngx_conf_t *cf, json_t *jwk, const char *member,
     src.data = (u_char *) json_string_value(v);
     src.len = json_string_length(v);
 
-    /* padding is not base64url's, but harmless where keys are written */
-
-    while (src.len && src.data[src.len - 1] == '=') {
-        src.len--;
-    }
-
     value->data = ngx_pnalloc(cf->pool, ngx_base64_decoded_length(src.len));
     if (value->data == NULL) {
         return "out of memory";
     }
 
-    if (ngx_platform_jwt_decode_b64url(value, &src) != NGX_OK) {
+    /* padding is not base64url's, but harmless where keys are written */
+
+    if (ngx_platform_base64_value(value, &src, NGX_PLATFORM_BASE64_URL)
+        != NGX_OK)
+    {
         return "a member is not base64url";
     }
 
@@ -1066,7 +1065,8 @@ ngx_platform_jwt_verify(ngx_http_request_t *r, ngx_platform_loc_conf_t *plcf,
     }
 
     if (encoded.len == 0
-        || ngx_platform_jwt_decode_b64url(&sig, &encoded) != NGX_OK)
+        || ngx_platform_base64_value(&sig, &encoded, NGX_PLATFORM_JWT_BASE64)
+           != NGX_OK)
     {
         err = "The token is malformed.";
         goto done;
@@ -1105,59 +1105,6 @@ done:
 }
 
 
-/*
- * RFC 7515 base64url: no padding, nothing but the alphabet, and the bits
- * of the last character that make no byte all zero. ngx_decode_base64url()
- * would stop at a '=' and ignore what follows it, and would ignore those
- * bits, letting many strings pass for one token.
- */
-
-static ngx_int_t
-ngx_platform_jwt_decode_b64url(ngx_str_t *dst, ngx_str_t *src)
-{
-    u_char  c, v;
-    size_t  i;
-
-    if (src->len % 4 == 1) {
-        return NGX_ERROR;
-    }
-
-    v = 0;
-
-    for (i = 0; i < src->len; i++) {
-        c = src->data[i];
-
-        if (c >= 'A' && c <= 'Z') {
-            v = c - 'A';
-
-        } else if (c >= 'a' && c <= 'z') {
-            v = c - 'a' + 26;
-
-        } else if (c >= '0' && c <= '9') {
-            v = c - '0' + 52;
-
-        } else if (c == '-') {
-            v = 62;
-
-        } else if (c == '_') {
-            v = 63;
-
-        } else {
-            return NGX_ERROR;
-        }
-    }
-
-    /* 2 characters of a last group carry 8 bits of 12, 3 carry 16 of 18 */
-
-    if ((src->len % 4 == 2 && (v & 0x0f)) || (src->len % 4 == 3 && (v & 0x03)))
-    {
-        return NGX_ERROR;
-    }
-
-    return ngx_decode_base64url(dst, src);
-}
-
-
 /* a base64url part of the token holding a JSON object, or NULL */
 
 static json_t *
@@ -1175,7 +1122,9 @@ ngx_platform_jwt_decode_json(ngx_http_request_t *r, u_char *start,
         return NULL;
     }
 
-    if (ngx_platform_jwt_decode_b64url(&dst, &src) != NGX_OK) {
+    if (ngx_platform_base64_value(&dst, &src, NGX_PLATFORM_JWT_BASE64)
+        != NGX_OK)
+    {
         return NULL;
     }
 

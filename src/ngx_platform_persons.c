@@ -26,18 +26,14 @@
 #define NGX_PLATFORM_SHA256_LEN          32
 
 /* what is wrong with a document's base64, found in the thread */
-#define NGX_PLATFORM_DOC_OK              0
-#define NGX_PLATFORM_DOC_EMPTY           1
-#define NGX_PLATFORM_DOC_CHARACTER       2   /* at position */
-#define NGX_PLATFORM_DOC_LENGTH          3   /* not a multiple of 4 */
-#define NGX_PLATFORM_DOC_PAD             4   /* '=' at position */
-#define NGX_PLATFORM_DOC_PAD_BITS        5   /* unused bits not zero */
-#define NGX_PLATFORM_DOC_TOO_LARGE       6   /* decoded over max */
-#define NGX_PLATFORM_DOC_DIGEST          7   /* OpenSSL failed */
-
-/* values of the decoding table beside 0..63 */
-#define NGX_PLATFORM_B64_PAD             64
-#define NGX_PLATFORM_B64_BREAK           65
+#define NGX_PLATFORM_DOC_OK              NGX_PLATFORM_BASE64_OK
+#define NGX_PLATFORM_DOC_EMPTY           NGX_PLATFORM_BASE64_EMPTY
+#define NGX_PLATFORM_DOC_CHARACTER       NGX_PLATFORM_BASE64_CHARACTER
+#define NGX_PLATFORM_DOC_LENGTH          NGX_PLATFORM_BASE64_LENGTH
+#define NGX_PLATFORM_DOC_PAD             NGX_PLATFORM_BASE64_PAD
+#define NGX_PLATFORM_DOC_PAD_BITS        NGX_PLATFORM_BASE64_BITS
+#define NGX_PLATFORM_DOC_TOO_LARGE       100 /* decoded over max */
+#define NGX_PLATFORM_DOC_DIGEST          101 /* OpenSSL failed */
 
 
 /*
@@ -450,162 +446,30 @@ ngx_platform_persons_decode(void *data)
 
 
 /*
- * RFC 4648 section 4 base64, in one pass: the standard alphabet, padding
- * required ('=' only as the last one or two characters, the length a
- * multiple of 4), the unused bits before the padding zero (one text per
- * content), CR and LF skipped anywhere (MIME line breaks), nothing else.
- * Bytes past max are counted, not written, so that a body over the limit
- * is told apart from an invalid one without a larger buffer.
+ * RFC 4648 section 4 base64: the standard alphabet, padding required,
+ * CR and LF skipped anywhere (MIME line breaks). Bytes past max are
+ * counted, not written, so that a body over the limit is told apart from
+ * an invalid one without a larger buffer.
  */
 
 static void
 ngx_platform_persons_decode_base64(ngx_platform_document_t *doc)
 {
-    u_char      *p, *end, *out, *last, *pad;
-    size_t       chars;
-    uint32_t     acc;
-    ngx_uint_t   n, pads, c;
+    ngx_platform_base64_t  b;
 
-    /* 0..63 the alphabet, 64 '=', 65 CR and LF, 99 anything else */
+    b.src = doc->src;
+    b.len = doc->len;
+    b.buf = doc->buf;
+    b.cap = doc->cap;
+    b.flags = NGX_PLATFORM_BASE64_PADDED|NGX_PLATFORM_BASE64_BREAKS;
 
-    static u_char  table[] = {
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 65, 99, 99, 65, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 62, 99, 99, 99, 63,
-        52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 99, 99, 99, 64, 99, 99,
-        99,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14,
-        15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 99, 99, 99, 99, 99,
-        99, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
-        41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99,
-        99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99, 99
-    };
+    doc->problem = ngx_platform_base64_decode(&b);
+    doc->position = b.position;
+    doc->size = b.size;
 
-    out = doc->buf;
-    last = doc->buf + doc->cap;
-
-    acc = 0;
-    n = 0;
-    chars = 0;
-    pads = 0;
-    pad = NULL;
-    doc->size = 0;
-
-    end = doc->src + doc->len;
-
-    for (p = doc->src; p < end; p++) {
-        c = table[*p];
-
-        if (c < 64) {
-            if (pads) {
-                /* data after '=': the padding was not at the end */
-                p = pad;
-                doc->problem = NGX_PLATFORM_DOC_PAD;
-                goto position;
-            }
-
-            chars++;
-            acc = (acc << 6) | c;
-
-            if (++n == 4) {
-                if (out + 3 <= last) {
-                    out[0] = (u_char) (acc >> 16);
-                    out[1] = (u_char) (acc >> 8);
-                    out[2] = (u_char) acc;
-                    out += 3;
-                }
-
-                doc->size += 3;
-                acc = 0;
-                n = 0;
-            }
-
-            continue;
-        }
-
-        if (c == NGX_PLATFORM_B64_BREAK) {
-            continue;
-        }
-
-        if (c == NGX_PLATFORM_B64_PAD) {
-            if (pads++ == 0) {
-                pad = p;
-            }
-
-            chars++;
-            continue;
-        }
-
-        doc->problem = NGX_PLATFORM_DOC_CHARACTER;
-        goto position;
-    }
-
-    if (chars == 0) {
-        doc->problem = NGX_PLATFORM_DOC_EMPTY;
-        return;
-    }
-
-    if (chars % 4) {
-        doc->problem = NGX_PLATFORM_DOC_LENGTH;
-        return;
-    }
-
-    /* a multiple of 4 with every '=' at the end: n == 4 - pads */
-
-    if (pads > 2) {
-        p = pad;
-        doc->problem = NGX_PLATFORM_DOC_PAD;
-        goto position;
-    }
-
-    if (pads == 1) {
-        if (acc & 0x3) {
-            doc->problem = NGX_PLATFORM_DOC_PAD_BITS;
-            return;
-        }
-
-        if (out + 2 <= last) {
-            out[0] = (u_char) (acc >> 10);
-            out[1] = (u_char) (acc >> 2);
-            out += 2;
-        }
-
-        doc->size += 2;
-
-    } else if (pads == 2) {
-        if (acc & 0xf) {
-            doc->problem = NGX_PLATFORM_DOC_PAD_BITS;
-            return;
-        }
-
-        if (out + 1 <= last) {
-            out[0] = (u_char) (acc >> 4);
-            out++;
-        }
-
-        doc->size += 1;
-    }
-
-    if (doc->size > doc->max) {
+    if (doc->problem == NGX_PLATFORM_DOC_OK && doc->size > doc->max) {
         doc->problem = NGX_PLATFORM_DOC_TOO_LARGE;
     }
-
-    return;
-
-position:
-
-    /*
-     * From 1, in characters: every byte before p is an ASCII character
-     * of the alphabet or a line break, so bytes and characters agree
-     */
-
-    doc->position = p - doc->src + 1;
 }
 
 

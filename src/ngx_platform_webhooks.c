@@ -164,7 +164,6 @@ static void ngx_platform_webhooks_ignore(void *data, redisReply *reply,
 static void ngx_platform_webhooks_redis_failed(ngx_http_request_t *r,
     const char *why);
 static ngx_int_t ngx_platform_webhooks_duplicate(ngx_http_request_t *r);
-static ngx_int_t ngx_platform_webhooks_base64(ngx_str_t *src, ngx_str_t *dst);
 static ngx_uint_t ngx_platform_webhooks_serves(ngx_http_core_loc_conf_t *clcf,
     ngx_platform_endpoint_t *ep);
 static ngx_int_t ngx_platform_webhooks_check_route(ngx_conf_t *cf,
@@ -502,7 +501,7 @@ ngx_platform_webhooks_signature(ngx_http_request_t *r,
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        if (ngx_platform_webhooks_base64(&sig, &mac) != NGX_OK
+        if (ngx_platform_base64_value(&mac, &sig, 0) != NGX_OK
             || mac.len != NGX_PLATFORM_WEBHOOK_MAC_LEN)
         {
             continue;
@@ -1346,38 +1345,6 @@ ngx_platform_webhooks_duplicate(ngx_http_request_t *r)
 
 
 /*
- * Standard base64, padded or not, and nothing else: ngx_decode_base64()
- * alone would stop at a '=' and ignore what follows it.
- */
-
-static ngx_int_t
-ngx_platform_webhooks_base64(ngx_str_t *src, ngx_str_t *dst)
-{
-    size_t     len, pad;
-    ngx_str_t  s;
-
-    len = src->len;
-    pad = 0;
-
-    while (len && src->data[len - 1] == '=' && pad < 2) {
-        len--;
-        pad++;
-    }
-
-    if (len == 0 || (pad && (len + pad) % 4 != 0)
-        || ngx_strlchr(src->data, src->data + len, '=') != NULL)
-    {
-        return NGX_ERROR;
-    }
-
-    s.data = src->data;
-    s.len = len;
-
-    return ngx_decode_base64(dst, &s);
-}
-
-
-/*
  * platform_webhook_source NAME [secret=FILE ...];
  * platform_webhook_payment_method NAME [secret=FILE ...];
  *
@@ -1568,7 +1535,7 @@ ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                     return NGX_CONF_ERROR;
                 }
 
-                if (ngx_platform_webhooks_base64(&text, secret) != NGX_OK) {
+                if (ngx_platform_base64_value(secret, &text, 0) != NGX_OK) {
                     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                        "line %ui of \"%V\": what follows "
                                        "\"whsec_\" is not base64",

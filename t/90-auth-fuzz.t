@@ -186,11 +186,15 @@ for my $v ([1, 'HS256', $secret, undef], [2, 'ES256', $k->{ec}, 'ec-1'],
     }
 }
 
-is(scalar(grep { $t->request('GET', "/api/v1/PersonAccounts/$acct/get",
-                             port => $t->port($_->[0]),
-                             headers => { Authorization => "Bearer $_->[1]" })
-                     ->{status} != 200 } @base),
-   0, scalar(@base) . ' tokens of HS256, ES256 and RS256 accepted');
+my @refused = grep { $_->[2] != 200 } map {
+    [ @$_, $t->request('GET', "/api/v1/PersonAccounts/$acct/get",
+                       port => $t->port($_->[0]),
+                       headers => { Authorization => "Bearer $_->[1]" })
+           ->{status} ]
+} @base;
+is(scalar @refused, 0,
+   scalar(@base) . ' tokens of HS256, ES256 and RS256 accepted')
+    or diag(join "\n", map { "port $_->[0]: $_->[2] for $_->[1]" } @refused);
 
 run_cases('the same tokens spelled otherwise', @spellings);
 
