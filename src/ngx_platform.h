@@ -502,6 +502,13 @@ char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
     ngx_str_t *args, ngx_uint_t nargs);
 
 
+/* ngx_platform_conf_file.c: files that directives name */
+
+/* the file, NUL-ended, in cf->pool: NGX_CONF_OK, else logged */
+char *ngx_platform_conf_read_file(ngx_conf_t *cf, ngx_str_t *name,
+    size_t max, const char *what, ngx_str_t *content);
+
+
 /* ngx_platform_base64.c: the one strict base64 decoder */
 
 #define NGX_PLATFORM_BASE64_URL      0x01   /* the base64url alphabet */
@@ -695,7 +702,7 @@ char *ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 
-/* ngx_platform_webhooks.c: platform_webhook_source, _payment_method */
+/* ngx_platform_webhook_conf.c: platform_webhook_source, _payment_method */
 
 char *ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

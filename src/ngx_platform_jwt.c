@@ -121,8 +121,6 @@ static char *ngx_platform_jwt_conf(ngx_conf_t *cf,
     ngx_platform_loc_conf_t *plcf, ngx_platform_jwt_conf_t **jwtp);
 static ngx_platform_jwt_alg_t *ngx_platform_jwt_alg(u_char *name,
     size_t len);
-static char *ngx_platform_jwt_read_file(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_str_t *content);
 static char *ngx_platform_jwt_set_secret(ngx_platform_jwt_key_t *key,
     u_char *secret, size_t len);
 static char *ngx_platform_jwt_check_pkey(ngx_conf_t *cf,
@@ -237,7 +235,8 @@ ngx_platform_jwt_key(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    rv = ngx_platform_jwt_read_file(cf, &value[2], &content);
+    rv = ngx_platform_conf_read_file(cf, &value[2], 1024 * 1024,
+                                     "a key file", &content);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -327,7 +326,8 @@ ngx_platform_jwt_jwks(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    rv = ngx_platform_jwt_read_file(cf, &value[1], &content);
+    rv = ngx_platform_conf_read_file(cf, &value[1], 1024 * 1024,
+                                     "a key set file", &content);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -431,67 +431,6 @@ ngx_platform_jwt_alg(u_char *name, size_t len)
     }
 
     return NULL;
-}
-
-
-static char *
-ngx_platform_jwt_read_file(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_str_t *content)
-{
-    ssize_t          n;
-    ngx_fd_t         fd;
-    ngx_file_t       file;
-    ngx_file_info_t  fi;
-
-    fd = ngx_open_file(name->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-    if (fd == NGX_INVALID_FILE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%V\" failed", name);
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&file, sizeof(ngx_file_t));
-
-    file.fd = fd;
-    file.name = *name;
-    file.log = cf->log;
-
-    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_fd_info_n " \"%V\" failed", name);
-        goto failed;
-    }
-
-    if (ngx_file_size(&fi) > 1024 * 1024) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" is larger than 1M: not a key file", name);
-        goto failed;
-    }
-
-    content->len = ngx_file_size(&fi);
-    content->data = ngx_pnalloc(cf->pool, content->len + 1);
-    if (content->data == NULL) {
-        goto failed;
-    }
-
-    n = ngx_read_file(&file, content->data, content->len, 0);
-    if (n == NGX_ERROR || (size_t) n != content->len) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           "cannot read \"%V\"", name);
-        goto failed;
-    }
-
-    content->data[content->len] = '\0';
-
-    (void) ngx_close_file(fd);
-
-    return NGX_CONF_OK;
-
-failed:
-
-    (void) ngx_close_file(fd);
-
-    return NGX_CONF_ERROR;
 }
 
 

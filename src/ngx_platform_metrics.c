@@ -44,8 +44,12 @@ ngx_uint_t  ngx_platform_metrics_statuses[NGX_PLATFORM_STATUSES] = {
 void
 ngx_platform_metric_inc(ngx_uint_t metric)
 {
-    if (ngx_platform_metrics_zone && metric < NGX_PLATFORM_M_MAX) {
-        (void) ngx_atomic_fetch_add(&ngx_platform_metrics_zone->counters[metric], 1);
+    ngx_platform_shm_t  *shm;
+
+    shm = ngx_platform_metrics_zone;
+
+    if (shm && metric < NGX_PLATFORM_M_MAX) {
+        (void) ngx_atomic_fetch_add(&shm->counters[metric], 1);
     }
 }
 
@@ -54,9 +58,12 @@ ngx_platform_metric_inc(ngx_uint_t metric)
 void
 ngx_platform_metrics_observe(ngx_uint_t histogram, ngx_msec_t ms)
 {
-    if (ngx_platform_metrics_zone && histogram < NGX_PLATFORM_H_MAX) {
-        ngx_platform_metrics_count(&ngx_platform_metrics_zone->round_trips[histogram],
-                                   ms);
+    ngx_platform_shm_t  *shm;
+
+    shm = ngx_platform_metrics_zone;
+
+    if (shm && histogram < NGX_PLATFORM_H_MAX) {
+        ngx_platform_metrics_count(&shm->round_trips[histogram], ms);
     }
 }
 
@@ -92,8 +99,11 @@ ngx_platform_metrics_log_handler(ngx_http_request_t *r)
     ngx_time_t          *tp;
     ngx_msec_int_t       ms;
     ngx_platform_ctx_t  *ctx;
+    ngx_platform_shm_t  *shm;
 
-    if (ngx_platform_metrics_zone == NULL) {
+    shm = ngx_platform_metrics_zone;
+
+    if (shm == NULL) {
         return NGX_OK;
     }
 
@@ -124,7 +134,7 @@ ngx_platform_metrics_log_handler(ngx_http_request_t *r)
         }
     }
 
-    (void) ngx_atomic_fetch_add(&ngx_platform_metrics_zone->requests[f][s], 1);
+    (void) ngx_atomic_fetch_add(&shm->requests[f][s], 1);
 
     if (status < 100 || status > 599) {
         return NGX_OK;
@@ -137,8 +147,8 @@ ngx_platform_metrics_log_handler(ngx_http_request_t *r)
     ms = (ngx_msec_int_t) ((tp->sec - r->start_sec) * 1000
                            + (tp->msec - r->start_msec));
 
-    ngx_platform_metrics_count(&ngx_platform_metrics_zone->durations[f][status / 100
-                                                                 - 1],
+    ngx_platform_metrics_count(&ngx_platform_metrics_zone
+                                    ->durations[f][status / 100 - 1],
                                (ngx_msec_t) ngx_max(ms, 0));
 
     return NGX_OK;

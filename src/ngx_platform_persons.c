@@ -38,9 +38,10 @@
 
 /*
  * An update in progress: what the thread reads and writes (the
- * statement's parameters are the request's arguments, ctx->args). The thread touches only src, len, max, cap (read) and
- * buf, size, digest, problem, position (written); all of it lives in the
- * request pool, which outlives the work.
+ * statement's parameters are the request's arguments, ctx->args). The
+ * thread touches only src, len, max, cap (read) and buf, size, digest,
+ * problem, position (written); all of it lives in the request pool,
+ * which outlives the work.
  */
 
 typedef struct {

@@ -371,7 +371,8 @@ ngx_platform_metrics_histogram(u_char *p, u_char *last, char *name,
         total += counts[i];
 
         p = ngx_slprintf(p, last, "%s_bucket{%s,le=\"", name, labels);
-        p = ngx_platform_metrics_seconds(p, last, ngx_platform_metrics_zone->bounds[i]);
+        p = ngx_platform_metrics_seconds(p, last,
+                                         ngx_platform_metrics_zone->bounds[i]);
         p = ngx_slprintf(p, last, "\"} %uA\n", total);
     }
 
@@ -418,7 +419,9 @@ ngx_platform_metrics_gauges(void)
     ngx_platform_shm_pg_t   *g;
     ngx_platform_pg_stats_t  stats;
 
-    if (ngx_platform_metrics_zone == NULL || ngx_worker >= NGX_PLATFORM_WORKERS_MAX) {
+    if (ngx_platform_metrics_zone == NULL
+        || ngx_worker >= NGX_PLATFORM_WORKERS_MAX)
+    {
         return;
     }
 
