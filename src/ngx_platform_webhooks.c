@@ -34,7 +34,6 @@
 #include <ngx_http.h>
 
 #include <openssl/evp.h>
-#include <openssl/crypto.h>
 
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
@@ -45,12 +44,7 @@
 /* event keys longer than this, or not printable ASCII, are hashed */
 #define NGX_PLATFORM_WEBHOOK_KEY_MAX       200
 
-/* Standard Webhooks: a signature's timestamp within 300 s of now */
-#define NGX_PLATFORM_WEBHOOK_TOLERANCE     300
-#define NGX_PLATFORM_WEBHOOK_ID_MAX        256
-#define NGX_PLATFORM_WEBHOOK_SIGNATURES    16
 
-#define NGX_PLATFORM_WEBHOOK_MAC_LEN       32     /* HMAC-SHA256 */
 
 /* how long a pending claim and a stored mark live in Redis, seconds */
 #define NGX_PLATFORM_WEBHOOK_PENDING_TTL   "60"
@@ -71,13 +65,9 @@ typedef struct {
     ngx_str_t                  tenant;     /* from a credential, or empty */
 
     /* the signature's parts and the work done over the body */
-    ngx_str_t                  msg_id;
-    ngx_str_t                  timestamp;
-    ngx_str_t                  signatures[NGX_PLATFORM_WEBHOOK_SIGNATURES];
-    ngx_uint_t                 nsignatures;
+    ngx_platform_webhook_signature_t  sig;
     u_char                    *body;
     size_t                     body_len;
-    u_char                    *macs;       /* one per secret */
     u_char                     digest[NGX_PLATFORM_WEBHOOK_MAC_LEN];
 
     /* the failure answered once the Redis key is released */
@@ -98,17 +88,11 @@ static ngx_int_t ngx_platform_webhooks_payment(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_webhooks_intake(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_array_t *hooks, char *kind);
-static ngx_int_t ngx_platform_webhooks_signature(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx, ngx_platform_webhook_ctx_t *w);
-static ngx_int_t ngx_platform_webhooks_refuse(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx, const char *detail);
 static ngx_int_t ngx_platform_webhooks_event_key(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_webhook_ctx_t *w);
 static ngx_int_t ngx_platform_webhooks_set_key(ngx_http_request_t *r,
     ngx_platform_webhook_ctx_t *w, u_char *data, size_t len);
 static void ngx_platform_webhooks_work(void *data);
-static ngx_int_t ngx_platform_webhooks_hmac(ngx_str_t *secret,
-    ngx_platform_webhook_ctx_t *w, u_char *mac);
 static ngx_int_t ngx_platform_webhooks_verified(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_webhooks_headers(ngx_http_request_t *r,
@@ -329,15 +313,9 @@ ngx_platform_webhooks_intake(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     }
 
     if (hook->secrets) {
-        rc = ngx_platform_webhooks_signature(r, ctx, w);
+        rc = ngx_platform_webhook_signature_read(r, ctx, hook, &w->sig);
         if (rc != NGX_OK) {
             return rc;
-        }
-
-        w->macs = ngx_pnalloc(r->pool, hook->secrets->nelts
-                                       * NGX_PLATFORM_WEBHOOK_MAC_LEN);
-        if (w->macs == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
     }
 
@@ -359,149 +337,6 @@ ngx_platform_webhooks_intake(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_platform_webhooks_work(w);
 
     return ngx_platform_webhooks_verified(r, ctx);
-}
-
-
-/*
- * Standard Webhooks: webhook-id, webhook-timestamp (seconds, within the
- * tolerance both ways) and webhook-signature, space-separated
- * "v1,<base64>" entries (others, such as "v1a", are ignored). Checked in
- * the worker before any digest; the MACs are compared afterwards.
- */
-
-static ngx_int_t
-ngx_platform_webhooks_signature(ngx_http_request_t *r,
-    ngx_platform_ctx_t *ctx, ngx_platform_webhook_ctx_t *w)
-{
-    u_char           *p, *end, *entry;
-    time_t            ts, now;
-    size_t            i;
-    ngx_str_t         sig, mac;
-    ngx_table_elt_t  *h;
-
-    h = ngx_platform_header(r, "webhook-id");
-
-    if (h == NULL || h->value.len == 0) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-id header is missing.");
-    }
-
-    if (h->value.len > NGX_PLATFORM_WEBHOOK_ID_MAX) {
-        goto bad_id;
-    }
-
-    for (i = 0; i < h->value.len; i++) {
-        if (h->value.data[i] < 0x21 || h->value.data[i] > 0x7e) {
-            goto bad_id;
-        }
-    }
-
-    w->msg_id = h->value;
-
-    h = ngx_platform_header(r, "webhook-timestamp");
-
-    if (h == NULL || h->value.len == 0) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-timestamp header is missing.");
-    }
-
-    ts = (h->value.len <= 12) ? ngx_atotm(h->value.data, h->value.len)
-                              : NGX_ERROR;
-
-    if (ts == NGX_ERROR) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-timestamp header is malformed: "
-                   "it must be whole seconds since 1970.");
-    }
-
-    now = ngx_time();
-
-    if (ts < now - NGX_PLATFORM_WEBHOOK_TOLERANCE) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-timestamp header is too old: "
-                   "more than 300 seconds before the server's time.");
-    }
-
-    if (ts > now + NGX_PLATFORM_WEBHOOK_TOLERANCE) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-timestamp header is in the future: "
-                   "more than 300 seconds after the server's time.");
-    }
-
-    w->timestamp = h->value;
-
-    h = ngx_platform_header(r, "webhook-signature");
-
-    if (h == NULL || h->value.len == 0) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-signature header is missing.");
-    }
-
-    p = h->value.data;
-    end = p + h->value.len;
-
-    while (p < end && w->nsignatures < NGX_PLATFORM_WEBHOOK_SIGNATURES) {
-
-        while (p < end && *p == ' ') {
-            p++;
-        }
-
-        entry = p;
-
-        while (p < end && *p != ' ') {
-            p++;
-        }
-
-        if (p - entry < 3 || ngx_strncmp(entry, "v1,", 3) != 0) {
-            continue;
-        }
-
-        sig.data = entry + 3;
-        sig.len = p - sig.data;
-
-        mac.data = ngx_pnalloc(r->pool, ngx_base64_decoded_length(sig.len));
-        if (mac.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        if (ngx_platform_base64_value(&mac, &sig, 0) != NGX_OK
-            || mac.len != NGX_PLATFORM_WEBHOOK_MAC_LEN)
-        {
-            continue;
-        }
-
-        w->signatures[w->nsignatures++] = mac;
-    }
-
-    if (w->nsignatures == 0) {
-        return ngx_platform_webhooks_refuse(r, ctx,
-                   "The webhook-signature header is malformed: it holds "
-                   "no \"v1,<base64 HMAC-SHA256>\" signature.");
-    }
-
-    return NGX_OK;
-
-bad_id:
-
-    return ngx_platform_webhooks_refuse(r, ctx,
-               "The webhook-id header is malformed: 1 to 256 printable "
-               "characters without spaces.");
-}
-
-
-static ngx_int_t
-ngx_platform_webhooks_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
-    const char *detail)
-{
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "webhooks: signature refused: %s", detail);
-
-    ngx_str_set(&ctx->challenge,
-                "Webhook-Signature headers=\"webhook-id webhook-timestamp "
-                "webhook-signature\"");
-
-    return ngx_platform_fail(r, NGX_HTTP_UNAUTHORIZED,
-                             "Invalid webhook signature.", detail);
 }
 
 
@@ -528,8 +363,8 @@ ngx_platform_webhooks_event_key(ngx_http_request_t *r,
     static char       *fields[] = { "id", "eventId" };
 
     if (w->hook->secrets) {
-        return ngx_platform_webhooks_set_key(r, w, w->msg_id.data,
-                                             w->msg_id.len);
+        return ngx_platform_webhooks_set_key(r, w, w->sig.msg_id.data,
+                                             w->sig.msg_id.len);
     }
 
     for (i = 0; i < 2; i++) {
@@ -641,8 +476,6 @@ ngx_platform_webhooks_work(void *data)
 {
     ngx_platform_webhook_ctx_t *w = data;
 
-    ngx_str_t    *secret;
-    ngx_uint_t    i;
     unsigned int  n;
 
     if (w->need_digest
@@ -654,65 +487,13 @@ ngx_platform_webhooks_work(void *data)
         return;
     }
 
-    if (w->hook->secrets == NULL) {
-        return;
+    if (w->hook->secrets
+        && ngx_platform_webhook_signature_macs(w->hook, &w->sig, w->body,
+                                               w->body_len)
+           != NGX_OK)
+    {
+        w->work_failed = 1;
     }
-
-    secret = w->hook->secrets->elts;
-
-    for (i = 0; i < w->hook->secrets->nelts; i++) {
-        if (ngx_platform_webhooks_hmac(&secret[i], w,
-                                       w->macs
-                                       + i * NGX_PLATFORM_WEBHOOK_MAC_LEN)
-            != NGX_OK)
-        {
-            w->work_failed = 1;
-            return;
-        }
-    }
-}
-
-
-/* HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" */
-
-static ngx_int_t
-ngx_platform_webhooks_hmac(ngx_str_t *secret, ngx_platform_webhook_ctx_t *w,
-    u_char *mac)
-{
-    size_t       len;
-    ngx_int_t    rc;
-    EVP_PKEY    *key;
-    EVP_MD_CTX  *md;
-
-    key = EVP_PKEY_new_raw_private_key(EVP_PKEY_HMAC, NULL, secret->data,
-                                       secret->len);
-    if (key == NULL) {
-        return NGX_ERROR;
-    }
-
-    md = EVP_MD_CTX_new();
-    if (md == NULL) {
-        EVP_PKEY_free(key);
-        return NGX_ERROR;
-    }
-
-    len = NGX_PLATFORM_WEBHOOK_MAC_LEN;
-
-    rc = (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) == 1
-          && EVP_DigestSignUpdate(md, w->msg_id.data, w->msg_id.len) == 1
-          && EVP_DigestSignUpdate(md, ".", 1) == 1
-          && EVP_DigestSignUpdate(md, w->timestamp.data, w->timestamp.len)
-             == 1
-          && EVP_DigestSignUpdate(md, ".", 1) == 1
-          && EVP_DigestSignUpdate(md, w->body, w->body_len) == 1
-          && EVP_DigestSignFinal(md, mac, &len) == 1
-          && len == NGX_PLATFORM_WEBHOOK_MAC_LEN)
-         ? NGX_OK : NGX_ERROR;
-
-    EVP_MD_CTX_free(md);
-    EVP_PKEY_free(key);
-
-    return rc;
 }
 
 
@@ -723,7 +504,6 @@ ngx_platform_webhooks_verified(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     u_char                      *p;
     ngx_int_t                    rc;
-    ngx_uint_t                   i, j, match;
     ngx_platform_webhook_ctx_t  *w;
 
     w = ctx->data;
@@ -735,24 +515,9 @@ ngx_platform_webhooks_verified(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     if (w->hook->secrets) {
-        match = 0;
-
-        /* every pair is compared, so the time says nothing of which */
-
-        for (i = 0; i < w->hook->secrets->nelts; i++) {
-            for (j = 0; j < w->nsignatures; j++) {
-                match |= (CRYPTO_memcmp(w->macs
-                                        + i * NGX_PLATFORM_WEBHOOK_MAC_LEN,
-                                        w->signatures[j].data,
-                                        NGX_PLATFORM_WEBHOOK_MAC_LEN)
-                          == 0);
-            }
-        }
-
-        if (!match) {
-            return ngx_platform_webhooks_refuse(r, ctx,
-                       "The webhook-signature header matches none of the "
-                       "signing secrets of this source.");
+        rc = ngx_platform_webhook_signature_check(r, ctx, w->hook, &w->sig);
+        if (rc != NGX_OK) {
+            return rc;
         }
     }
 

@@ -14,8 +14,15 @@
 #include <ngx_core.h>
 
 
+#include <ngx_http.h>
+
+#include "ngx_platform.h"
+
+
 #define NGX_PLATFORM_WEBHOOK_NAME_MAX      64
 #define NGX_PLATFORM_WEBHOOK_SECRET_MIN    16
+#define NGX_PLATFORM_WEBHOOK_SIGNATURES    16
+#define NGX_PLATFORM_WEBHOOK_MAC_LEN       32     /* HMAC-SHA256 */
 
 
 /* a source or payment method the operator accepts */
@@ -27,6 +34,34 @@ typedef struct {
     ngx_str_t                  file;
     ngx_uint_t                 line;
 } ngx_platform_webhook_t;
+
+
+
+/* a request's signature headers, and the MACs of the body to match them */
+typedef struct {
+    ngx_str_t                  msg_id;
+    ngx_str_t                  timestamp;
+    ngx_str_t                  signatures[NGX_PLATFORM_WEBHOOK_SIGNATURES];
+    ngx_uint_t                 nsignatures;
+    u_char                    *macs;       /* one per secret */
+} ngx_platform_webhook_signature_t;
+
+
+/* ngx_platform_webhook_signature.c */
+
+/* the headers into s: NGX_OK, else 401 (recorded, with its challenge) */
+ngx_int_t ngx_platform_webhook_signature_read(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_platform_webhook_t *hook,
+    ngx_platform_webhook_signature_t *s);
+
+/* the MACs of the body, in the worker or a thread: NGX_OK or NGX_ERROR */
+ngx_int_t ngx_platform_webhook_signature_macs(ngx_platform_webhook_t *hook,
+    ngx_platform_webhook_signature_t *s, u_char *body, size_t len);
+
+/* NGX_OK when a signature matches a MAC, else 401 */
+ngx_int_t ngx_platform_webhook_signature_check(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_platform_webhook_t *hook,
+    ngx_platform_webhook_signature_t *s);
 
 
 #endif /* _NGX_PLATFORM_WEBHOOKS_H_INCLUDED_ */
