@@ -17,6 +17,20 @@
 #include "ngx_platform.h"
 
 
+/* what an answer says, for the envelope writers */
+typedef struct {
+    ngx_uint_t                 status;
+    ngx_str_t                  message;
+    ngx_str_t                  detail;
+    ngx_str_t                  json;
+    ngx_platform_data_t       *data;
+} ngx_platform_answer_t;
+
+
+static u_char *ngx_platform_envelope_a(u_char *p, ngx_platform_answer_t *a);
+static u_char *ngx_platform_envelope_sales(u_char *p,
+    ngx_platform_answer_t *a);
+static u_char *ngx_platform_envelope_b(u_char *p, ngx_platform_answer_t *a);
 static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_error_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t status);
@@ -37,11 +51,12 @@ ngx_int_t
 ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail, ngx_platform_data_t *data)
 {
-    u_char              *body, *p;
-    size_t               size, mlen, dlen;
-    ngx_str_t            json;
-    ngx_uint_t           ok;
-    ngx_platform_ctx_t  *ctx;
+    u_char                 *body, *p;
+    size_t                  size, mlen, dlen;
+    ngx_str_t               json;
+    ngx_uint_t              ok;
+    ngx_platform_ctx_t     *ctx;
+    ngx_platform_answer_t   parts;
 
     ctx = ngx_platform_get_ctx(r);
 
@@ -99,91 +114,136 @@ ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
         return NGX_ERROR;
     }
 
-    p = body;
+    parts.status = status;
+    parts.message.data = (u_char *) message;
+    parts.message.len = ngx_strlen(message);
+    parts.detail.data = (u_char *) detail;
+    parts.detail.len = ngx_strlen(detail);
+    parts.json = json;
+    parts.data = data;
 
     switch (ctx->family->envelope) {
 
     case NGX_PLATFORM_ENVELOPE_A:
-        p = ok ? ngx_platform_json_literal(p, "{\"succeeded\":true")
-               : ngx_platform_json_literal(p, "{\"succeeded\":false");
-        p = ngx_platform_json_literal(p, ",\"message\":");
-        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
-        p = ngx_platform_json_literal(p, ",\"errors\":[");
-
-        if (!ok) {
-            p = ngx_platform_json_escape(p, (u_char *) detail, dlen);
-        }
-
-        p = ngx_platform_json_literal(p, "]");
-
-        if (data && data->paged) {
-            p = ngx_sprintf(p, ",\"pageNumber\":%V,\"pageSize\":%V,"
-                            "\"total\":%V",
-                            &data->page_number, &data->page_size,
-                            &data->total);
-        }
-
-        p = ngx_platform_json_literal(p, ",\"data\":");
-        p = json.len ? ngx_cpymem(p, json.data, json.len)
-                     : ngx_platform_json_literal(p, "null");
-        *p++ = '}';
+        p = ngx_platform_envelope_a(body, &parts);
         break;
 
     case NGX_PLATFORM_ENVELOPE_SALES:
-        if (ok) {
-            /* the sales document is the whole body */
-            p = json.len ? ngx_cpymem(p, json.data, json.len)
-                         : ngx_platform_json_literal(p, "{}");
-            break;
-        }
-
-        p = ngx_platform_json_literal(p, "{\"message\":");
-        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
-        p = ngx_platform_json_literal(p, ",\"data\":null,\"errors\":[");
-        p = ngx_platform_json_escape(p, (u_char *) detail, dlen);
-        p = ngx_platform_json_literal(p, "]}");
+        p = ngx_platform_envelope_sales(body, &parts);
         break;
 
     default: /* NGX_PLATFORM_ENVELOPE_B, also the errors of bare families */
-        if (ok) {
-            p = ngx_platform_json_literal(p,
-                    "{\"status\":true,\"statusCode\":0,\"message\":");
-
-        } else {
-            p = ngx_platform_json_literal(p,
-                    "{\"status\":false,\"statusCode\":");
-
-            if (status >= 100 && status <= 999) {
-                *p++ = (u_char) ('0' + status / 100);
-                *p++ = (u_char) ('0' + status / 10 % 10);
-                *p++ = (u_char) ('0' + status % 10);
-
-            } else {
-                p = ngx_sprintf(p, "%ui", status);
-            }
-
-            p = ngx_platform_json_literal(p, ",\"message\":");
-        }
-
-        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
-        p = ngx_platform_json_literal(p, ",\"data\":");
-        p = json.len ? ngx_cpymem(p, json.data, json.len)
-                     : ngx_platform_json_literal(p, "{}");
-
-        if (ok) {
-            p = ngx_platform_json_literal(p, ",\"errors\":[]}");
-            break;
-        }
-
-        p = ngx_platform_json_literal(p, ",\"errors\":[{\"message\":");
-        p = ngx_platform_json_escape(p, (u_char *) message, mlen);
-        p = ngx_platform_json_literal(p, ",\"descriptiveMessage\":");
-        p = ngx_platform_json_escape(p, (u_char *) detail, dlen);
-        p = ngx_platform_json_literal(p, "}]}");
+        p = ngx_platform_envelope_b(body, &parts);
         break;
     }
 
     return ngx_platform_send_raw(r, status, body, p - body);
+}
+
+
+/* {"succeeded", "message", "errors", [page figures,] "data"} */
+
+static u_char *
+ngx_platform_envelope_a(u_char *p, ngx_platform_answer_t *a)
+{
+    ngx_uint_t  ok;
+
+    ok = (a->status == NGX_HTTP_OK);
+
+    p = ok ? ngx_platform_json_literal(p, "{\"succeeded\":true")
+           : ngx_platform_json_literal(p, "{\"succeeded\":false");
+    p = ngx_platform_json_literal(p, ",\"message\":");
+    p = ngx_platform_json_escape(p, a->message.data, a->message.len);
+    p = ngx_platform_json_literal(p, ",\"errors\":[");
+
+    if (!ok) {
+        p = ngx_platform_json_escape(p, a->detail.data, a->detail.len);
+    }
+
+    p = ngx_platform_json_literal(p, "]");
+
+    if (a->data && a->data->paged) {
+        p = ngx_sprintf(p, ",\"pageNumber\":%V,\"pageSize\":%V,"
+                        "\"total\":%V",
+                        &a->data->page_number, &a->data->page_size,
+                        &a->data->total);
+    }
+
+    p = ngx_platform_json_literal(p, ",\"data\":");
+    p = a->json.len ? ngx_cpymem(p, a->json.data, a->json.len)
+                    : ngx_platform_json_literal(p, "null");
+    *p++ = '}';
+
+    return p;
+}
+
+
+/* a success is the sales document itself; an error {message, errors} */
+
+static u_char *
+ngx_platform_envelope_sales(u_char *p, ngx_platform_answer_t *a)
+{
+    if (a->status == NGX_HTTP_OK) {
+        return a->json.len ? ngx_cpymem(p, a->json.data, a->json.len)
+                           : ngx_platform_json_literal(p, "{}");
+    }
+
+    p = ngx_platform_json_literal(p, "{\"message\":");
+    p = ngx_platform_json_escape(p, a->message.data, a->message.len);
+    p = ngx_platform_json_literal(p, ",\"data\":null,\"errors\":[");
+    p = ngx_platform_json_escape(p, a->detail.data, a->detail.len);
+    p = ngx_platform_json_literal(p, "]}");
+
+    return p;
+}
+
+
+/* {"status", "statusCode", "message", "data", "errors"} */
+
+static u_char *
+ngx_platform_envelope_b(u_char *p, ngx_platform_answer_t *a)
+{
+    ngx_uint_t  ok, status;
+
+    status = a->status;
+    ok = (status == NGX_HTTP_OK);
+
+    if (ok) {
+        p = ngx_platform_json_literal(p,
+                "{\"status\":true,\"statusCode\":0,\"message\":");
+
+    } else {
+        p = ngx_platform_json_literal(p,
+                "{\"status\":false,\"statusCode\":");
+
+        if (status >= 100 && status <= 999) {
+            *p++ = (u_char) ('0' + status / 100);
+            *p++ = (u_char) ('0' + status / 10 % 10);
+            *p++ = (u_char) ('0' + status % 10);
+
+        } else {
+            p = ngx_sprintf(p, "%ui", status);
+        }
+
+        p = ngx_platform_json_literal(p, ",\"message\":");
+    }
+
+    p = ngx_platform_json_escape(p, a->message.data, a->message.len);
+    p = ngx_platform_json_literal(p, ",\"data\":");
+    p = a->json.len ? ngx_cpymem(p, a->json.data, a->json.len)
+                    : ngx_platform_json_literal(p, "{}");
+
+    if (ok) {
+        return ngx_platform_json_literal(p, ",\"errors\":[]}");
+    }
+
+    p = ngx_platform_json_literal(p, ",\"errors\":[{\"message\":");
+    p = ngx_platform_json_escape(p, a->message.data, a->message.len);
+    p = ngx_platform_json_literal(p, ",\"descriptiveMessage\":");
+    p = ngx_platform_json_escape(p, a->detail.data, a->detail.len);
+    p = ngx_platform_json_literal(p, "}]}");
+
+    return p;
 }
 
 
