@@ -632,7 +632,8 @@ ngx_int_t ngx_platform_answer(ngx_http_request_t *r, ngx_uint_t status,
 
 /*
  * Ends a request that an operation left with NGX_DONE: rc is what a
- * send function returned, or a bare HTTP error status.
+ * send function returned, a bare HTTP error status, or NGX_DONE when
+ * another operation now holds the request (its count is dropped).
  */
 void ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc);
 

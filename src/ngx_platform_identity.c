@@ -505,15 +505,9 @@ ngx_platform_identity_cached(void *data, ngx_platform_pg_op_t *op,
         return;
     }
 
-    rc = ngx_platform_identity_ask(r, ctx->data);
+    /* NGX_DONE: the call or the wait holds the request, the query lets go */
 
-    if (rc == NGX_DONE) {
-        /* the call or the wait holds the request now: the query lets go */
-        ngx_http_finalize_request(r, NGX_DONE);
-
-    } else {
-        ngx_platform_finalize(r, rc);
-    }
+    ngx_platform_finalize(r, ngx_platform_identity_ask(r, ctx->data));
 
     /* a subrequest started here runs now */
     ngx_http_run_posted_requests(c);
@@ -852,13 +846,9 @@ ngx_platform_identity_wake(ngx_event_t *ev)
         rc = ngx_platform_identity_record(r, ir);
     }
 
-    if (rc == NGX_DONE) {
-        /* the wait's count: the operation holds the request now */
-        ngx_http_finalize_request(r, NGX_DONE);
+    /* NGX_DONE: the operation holds the request, the wait's count goes */
 
-    } else {
-        ngx_platform_finalize(r, rc);
-    }
+    ngx_platform_finalize(r, rc);
 
     ngx_http_run_posted_requests(c);
 }

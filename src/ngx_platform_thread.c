@@ -59,7 +59,6 @@ ngx_platform_task_done(ngx_event_t *ev)
 {
     ngx_platform_task_t *t = ev->data;
 
-    ngx_int_t            rc;
     ngx_connection_t    *c;
     ngx_http_request_t  *r;
 
@@ -81,15 +80,9 @@ ngx_platform_task_done(ngx_event_t *ev)
         return;
     }
 
-    rc = t->done(r, ngx_platform_get_ctx(r));
+    /* NGX_DONE: a backend took its own count, the thread's is dropped */
 
-    if (rc == NGX_DONE) {
-        /* a backend took its own count; the thread's is dropped */
-        ngx_http_finalize_request(r, NGX_DONE);
-
-    } else {
-        ngx_http_finalize_request(r, ngx_platform_settle(r, rc));
-    }
+    ngx_platform_finalize(r, t->done(r, ngx_platform_get_ctx(r)));
 
     ngx_http_run_posted_requests(c);
 }
