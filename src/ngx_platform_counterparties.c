@@ -221,16 +221,18 @@ static ngx_platform_endpoint_t  ngx_platform_counterparties_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_MERCHANT,
       NULL, ngx_platform_counterparties_account_body,
       NULL, NULL,
-      &ngx_platform_counterparties_account, NULL },
+      &ngx_platform_counterparties_account, NULL,
+      NULL },
 
     { NGX_HTTP_POST, "/api/v{version}/Counterparties/groups",
       NGX_PLATFORM_AUTH_BEARER,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_MERCHANT,
       NULL, ngx_platform_counterparties_group_body,
       NULL, NULL,
-      &ngx_platform_counterparties_group, NULL },
+      &ngx_platform_counterparties_group, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -262,5 +264,6 @@ ngx_platform_family_t  ngx_platform_counterparties_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_counterparties_endpoints,
     ngx_platform_counterparties_texts,
-    0
+    0,
+    NULL
 };

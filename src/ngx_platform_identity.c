@@ -237,9 +237,10 @@ static ngx_platform_endpoint_t  ngx_platform_identity_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_identity_body,
       NULL, NULL,
-      &ngx_platform_identity_record_sql, ngx_platform_identity_verify },
+      &ngx_platform_identity_record_sql, ngx_platform_identity_verify,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -277,7 +278,8 @@ ngx_platform_family_t  ngx_platform_identity_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_identity_endpoints,
     ngx_platform_identity_texts,
-    0
+    0,
+    NULL
 };
 
 

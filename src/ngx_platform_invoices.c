@@ -54,9 +54,10 @@ static ngx_platform_endpoint_t  ngx_platform_invoices_endpoints[] = {
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       ngx_platform_invoices_delete_tax_query, NULL,
       NULL, NULL,
-      &ngx_platform_invoices_delete_tax, NULL },
+      &ngx_platform_invoices_delete_tax, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -74,5 +75,6 @@ ngx_platform_family_t  ngx_platform_invoices_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_invoices_endpoints,
     ngx_platform_invoices_texts,
-    0
+    0,
+    NULL
 };

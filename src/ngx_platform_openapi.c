@@ -26,14 +26,6 @@
 #include "ngx_platform_op.h"
 
 
-/* an answer of an endpoint's code that no table declares */
-typedef struct {
-    ngx_uint_t                 status;
-    const char                *message;
-    const char                *detail;
-} ngx_platform_openapi_answer_t;
-
-
 /*
  * What the document says of one endpoint beyond its tables: the schema
  * of its success document's data (JSON text; bare: the whole body), an
@@ -45,7 +37,7 @@ typedef struct {
     const char                       *pattern;
     const char                       *data;
     const char                       *example;
-    ngx_platform_openapi_answer_t    *answers;
+    ngx_platform_doc_answer_t        *answers;
     unsigned                          bare:1;
     const char                       *ok;
 } ngx_platform_openapi_doc_t;
@@ -103,8 +95,9 @@ static json_t *ngx_platform_openapi_ref(const char *kind, const char *name);
 
 static ngx_platform_endpoint_t  ngx_platform_openapi_endpoints[] = {
     { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_openapi_handler },
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+      NULL, ngx_platform_openapi_handler,
+      NULL },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -114,7 +107,8 @@ ngx_platform_family_t  ngx_platform_openapi_family = {
     0,
     ngx_platform_openapi_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 
@@ -328,7 +322,7 @@ static const char  ngx_platform_openapi_schemas[] =
     "{\"$ref\":\"#/components/schemas/" name "\"}}"
 
 
-static ngx_platform_openapi_answer_t  ngx_platform_openapi_otp_answers[] = {
+static ngx_platform_doc_answer_t  ngx_platform_openapi_otp_answers[] = {
     { NGX_HTTP_BAD_REQUEST, "Invalid OTP Code.",
       "The OTP code is not valid. Please check the code and try again." },
     { NGX_HTTP_NOT_FOUND, "OTP Code not found.",
@@ -339,7 +333,7 @@ static ngx_platform_openapi_answer_t  ngx_platform_openapi_otp_answers[] = {
 };
 
 
-static ngx_platform_openapi_answer_t
+static ngx_platform_doc_answer_t
     ngx_platform_openapi_products_answers[] =
 {
     { NGX_HTTP_NOT_MODIFIED, NULL, NULL },
@@ -347,7 +341,7 @@ static ngx_platform_openapi_answer_t
 };
 
 
-static ngx_platform_openapi_answer_t
+static ngx_platform_doc_answer_t
     ngx_platform_openapi_document_answers[] =
 {
     { NGX_HTTP_BAD_REQUEST, "Bad request.",
@@ -361,7 +355,7 @@ static ngx_platform_openapi_answer_t
 };
 
 
-static ngx_platform_openapi_answer_t
+static ngx_platform_doc_answer_t
     ngx_platform_openapi_source_answers[] =
 {
     { NGX_HTTP_NOT_FOUND, "Unknown webhook source.",
@@ -372,7 +366,7 @@ static ngx_platform_openapi_answer_t
 };
 
 
-static ngx_platform_openapi_answer_t
+static ngx_platform_doc_answer_t
     ngx_platform_openapi_payment_answers[] =
 {
     { NGX_HTTP_NOT_FOUND, "Unknown payment method.",
@@ -383,7 +377,7 @@ static ngx_platform_openapi_answer_t
 };
 
 
-static ngx_platform_openapi_answer_t
+static ngx_platform_doc_answer_t
     ngx_platform_openapi_identity_answers[] =
 {
     { NGX_HTTP_BAD_REQUEST, "Bad request.",
@@ -1641,7 +1635,7 @@ ngx_platform_openapi_errors(ngx_platform_family_t *family,
     ngx_platform_sql_t             *sql;
     ngx_platform_field_t           *f;
     ngx_platform_outcome_t         *o;
-    ngx_platform_openapi_answer_t  *a;
+    ngx_platform_doc_answer_t      *a;
 
     auth = ep->auth;
     credential = auth & (NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_APIKEY);

@@ -103,9 +103,10 @@ static ngx_platform_endpoint_t  ngx_platform_otp_endpoints[] = {
       NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY|NGX_PLATFORM_IN_NO_HEAD,
       NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_otp_validate },
+      NULL, ngx_platform_otp_validate,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -115,7 +116,8 @@ ngx_platform_family_t  ngx_platform_otp_family = {
     NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_otp_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 

@@ -209,22 +209,25 @@ static ngx_platform_endpoint_t  ngx_platform_persons_endpoints[] = {
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, NULL,
       "Invalid person account id.", "The id must be a uuid.",
-      &ngx_platform_persons_account, NULL },
+      &ngx_platform_persons_account, NULL,
+      NULL },
 
     { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, ngx_platform_persons_document_body,
       NULL, NULL,
       &ngx_platform_persons_document_update_sql,
-      ngx_platform_persons_document_update },
+      ngx_platform_persons_document_update,
+      NULL },
 
     { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, NULL,
       "Invalid person document id.", "The id must be a uuid.",
-      &ngx_platform_persons_document_delete, NULL },
+      &ngx_platform_persons_document_delete, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -278,7 +281,8 @@ ngx_platform_family_t  ngx_platform_persons_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_persons_endpoints,
     ngx_platform_persons_texts,
-    0
+    0,
+    NULL
 };
 
 

@@ -44,9 +44,10 @@ static ngx_platform_endpoint_t  ngx_platform_products_endpoints[] = {
     { NGX_HTTP_GET, "/api/v1/products/classifications",
       NGX_PLATFORM_AUTH_NONE, 0,
       NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_products_classifications },
+      NULL, ngx_platform_products_classifications,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -56,7 +57,8 @@ ngx_platform_family_t  ngx_platform_products_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_products_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 

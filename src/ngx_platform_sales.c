@@ -318,9 +318,10 @@ static ngx_platform_endpoint_t  ngx_platform_sales_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_sales_patch_body,
       NULL, NULL,
-      &ngx_platform_sales_patch, NULL },
+      &ngx_platform_sales_patch, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -330,5 +331,6 @@ ngx_platform_family_t  ngx_platform_sales_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_sales_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };

@@ -230,7 +230,8 @@ static ngx_platform_endpoint_t  ngx_platform_task_requests_endpoints[] = {
       |NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_task_requests_assign_body,
       "Invalid task request id.", "The task request id must be a uuid.",
-      &ngx_platform_task_requests_assign, NULL },
+      &ngx_platform_task_requests_assign, NULL,
+      NULL },
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
       NGX_PLATFORM_AUTH_TENANT,
@@ -238,9 +239,10 @@ static ngx_platform_endpoint_t  ngx_platform_task_requests_endpoints[] = {
       |NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_task_requests_toggle_body,
       "Invalid task request id.", "The task request id must be a uuid.",
-      &ngx_platform_task_requests_toggle, NULL },
+      &ngx_platform_task_requests_toggle, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -250,6 +252,7 @@ ngx_platform_family_t  ngx_platform_task_requests_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_task_requests_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 

@@ -424,21 +424,24 @@ static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       NULL, NULL,
       "invalid delivery order id", "The delivery order id must be a uuid.",
-      &ngx_platform_tms_delivery_order, NULL },
+      &ngx_platform_tms_delivery_order, NULL,
+      NULL },
 
     { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
       NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       NULL, ngx_platform_tms_vehicle_body,
       "invalid request", "The vehicle id must be a uuid.",
-      &ngx_platform_tms_vehicle, NULL },
+      &ngx_platform_tms_vehicle, NULL,
+      NULL },
 
     { NGX_HTTP_GET, "/tms/drivers/available",
       NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       ngx_platform_tms_drivers_query, NULL,
       NULL, NULL,
-      &ngx_platform_tms_drivers, NULL },
+      &ngx_platform_tms_drivers, NULL,
+      NULL },
 
     /* the driver id is a "{string}": not a uuid is an invalid reference */
 
@@ -449,9 +452,10 @@ static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
       |NGX_PLATFORM_IN_NO_HEAD,
       ngx_platform_tms_assign_query, NULL,
       "invalid delivery order id", "The delivery order id must be a uuid.",
-      &ngx_platform_tms_assign, ngx_platform_tms_assign_handler },
+      &ngx_platform_tms_assign, ngx_platform_tms_assign_handler,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -476,5 +480,6 @@ ngx_platform_family_t  ngx_platform_tms_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_tms_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };

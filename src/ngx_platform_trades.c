@@ -58,9 +58,10 @@ static ngx_platform_endpoint_t  ngx_platform_trades_endpoints[] = {
       NGX_PLATFORM_IN_TENANT,
       ngx_platform_trades_flows_query, NULL,
       NULL, NULL,
-      &ngx_platform_trades_flows, NULL },
+      &ngx_platform_trades_flows, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -70,5 +71,6 @@ ngx_platform_family_t  ngx_platform_trades_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_trades_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };

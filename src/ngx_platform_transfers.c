@@ -86,15 +86,17 @@ static ngx_platform_endpoint_t  ngx_platform_transfers_endpoints[] = {
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       ngx_platform_transfers_list_query, NULL,
       NULL, NULL,
-      &ngx_platform_transfers_list, NULL },
+      &ngx_platform_transfers_list, NULL,
+      NULL },
 
     { NGX_HTTP_POST, "/api/v{version}/BankTransfers/all-account",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       ngx_platform_transfers_list_query, NULL,
       NULL, NULL,
-      &ngx_platform_transfers_list, NULL },
+      &ngx_platform_transfers_list, NULL,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -110,5 +112,6 @@ ngx_platform_family_t  ngx_platform_transfers_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_transfers_endpoints,
     ngx_platform_transfers_texts,
-    0
+    0,
+    NULL
 };

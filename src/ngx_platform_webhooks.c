@@ -243,22 +243,25 @@ static ngx_platform_endpoint_t  ngx_platform_webhooks_endpoints[] = {
       NGX_PLATFORM_AUTH_APIKEY, 0,
       NULL, ngx_platform_webhooks_body,
       NULL, NULL,
-      NULL, ngx_platform_webhooks_source },
+      NULL, ngx_platform_webhooks_source,
+      NULL },
 
     /* unless the source has a signing secret: then a signature */
     { NGX_HTTP_POST, "/api/webhooks/public/{string:source}/events",
       NGX_PLATFORM_AUTH_NONE, 0,
       NULL, ngx_platform_webhooks_body,
       NULL, NULL,
-      NULL, ngx_platform_webhooks_source },
+      NULL, ngx_platform_webhooks_source,
+      NULL },
 
     { NGX_HTTP_POST, "/webhooks/{string:paymentmethod}",
       NGX_PLATFORM_AUTH_APIKEY, 0,
       NULL, ngx_platform_webhooks_body,
       NULL, NULL,
-      NULL, ngx_platform_webhooks_payment },
+      NULL, ngx_platform_webhooks_payment,
+      NULL },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -268,7 +271,8 @@ ngx_platform_family_t  ngx_platform_webhooks_family = {
     NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_webhooks_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 
