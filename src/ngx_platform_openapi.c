@@ -9,9 +9,11 @@
  * answers and outcomes (ngx_platform_op.h). A route added to a table is
  * in the document; one removed is gone.
  *
- * What the tables do not say is written here, small: the shapes of the
- * documents PostgreSQL builds (docs/api.md), the answers of endpoints
- * served by code, and examples on the demo data. Each worker builds the
+ * What the tables do not say is written beside them, in each family's
+ * file: an endpoint's documentation (ngx_platform_doc_t: the shape of
+ * its success data, an example on the demo data, the answers of its
+ * code) and the family's shapes (docs/api.md). Nothing here knows an
+ * endpoint or a family. Each worker builds the
  * document with Jansson at its first request and keeps it; only the
  * "servers" member is written per request, from the request's scheme and
  * Host.
@@ -24,23 +26,6 @@
 
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
-
-
-/*
- * What the document says of one endpoint beyond its tables: the schema
- * of its success document's data (JSON text; bare: the whole body), an
- * example on the demo data ({"path", "query", "headers", "body"}), the
- * answers of its code, and its success message when code answers it.
- */
-typedef struct {
-    ngx_uint_t                        method;
-    const char                       *pattern;
-    const char                       *data;
-    const char                       *example;
-    ngx_platform_doc_answer_t        *answers;
-    unsigned                          bare:1;
-    const char                       *ok;
-} ngx_platform_openapi_doc_t;
 
 
 /* an error a request may get: status, message and detail */
@@ -68,10 +53,10 @@ typedef struct {
 static ngx_int_t ngx_platform_openapi_handler(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static json_t *ngx_platform_openapi_build(ngx_log_t *log);
+static ngx_int_t ngx_platform_openapi_schemas_add(json_t *schemas,
+    ngx_platform_family_t *family, ngx_log_t *log);
 static ngx_int_t ngx_platform_openapi_endpoint(json_t *paths,
     json_t *names, ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep);
-static ngx_platform_openapi_doc_t *ngx_platform_openapi_doc(
     ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_path(ngx_platform_endpoint_t *ep,
     json_t *params, json_t *example);
@@ -79,9 +64,9 @@ static json_t *ngx_platform_openapi_field(ngx_platform_field_t *f,
     ngx_uint_t query);
 static json_t *ngx_platform_openapi_object(ngx_platform_field_t *fields);
 static json_t *ngx_platform_openapi_success(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc);
+    ngx_platform_endpoint_t *ep, ngx_platform_doc_t *doc);
 static void ngx_platform_openapi_errors(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc,
+    ngx_platform_endpoint_t *ep, ngx_platform_doc_t *doc,
     ngx_platform_openapi_errors_t *e);
 static void ngx_platform_openapi_add_error(ngx_platform_openapi_errors_t *e,
     ngx_uint_t status, const char *message, const char *detail);
@@ -117,8 +102,8 @@ static ngx_str_t  ngx_platform_openapi_text;
 
 
 /*
- * Written by hand: the shapes of docs/api.md that PostgreSQL builds, and
- * the error envelopes of ngx_platform_response.c.
+ * The error envelopes of ngx_platform_response.c; the shapes of the data
+ * are the families' (ngx_platform_family_t schemas).
  */
 
 static const char  ngx_platform_openapi_schemas[] =
@@ -143,401 +128,8 @@ static const char  ngx_platform_openapi_schemas[] =
      "\"required\":[\"message\",\"data\",\"errors\"],"
      "\"properties\":{\"message\":{\"type\":\"string\"},"
      "\"data\":{\"type\":\"null\"},"
-     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
-
-    "\"Address\":{\"type\":\"object\",\"properties\":{"
-     "\"address\":{\"type\":[\"string\",\"null\"]},"
-     "\"city\":{\"type\":[\"string\",\"null\"]},"
-     "\"state\":{\"type\":[\"string\",\"null\"]},"
-     "\"country\":{\"type\":[\"string\",\"null\"]},"
-     "\"postalCode\":{\"type\":[\"string\",\"null\"]},"
-     "\"contactName\":{\"type\":[\"string\",\"null\"]},"
-     "\"contactPhone\":{\"type\":[\"string\",\"null\"]},"
-     "\"latitude\":{\"type\":[\"number\",\"null\"]},"
-     "\"longitude\":{\"type\":[\"number\",\"null\"]}}},"
-    "\"DriverStatus\":{\"enum\":[\"AVAILABLE\",\"ON_DELIVERY\","
-     "\"OFFLINE\"]},"
-    "\"Driver\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"userId\":{\"type\":[\"string\",\"null\"]},"
-     "\"name\":{\"type\":\"string\"},"
-     "\"phone\":{\"type\":[\"string\",\"null\"]},"
-     "\"vehicleType\":{\"type\":[\"string\",\"null\"]},"
-     "\"status\":{\"$ref\":\"#/components/schemas/DriverStatus\"}}},"
-    "\"DeliveryOrder\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"orderNumber\":{\"type\":\"string\"},"
-     "\"status\":{\"enum\":[\"PENDING\",\"ASSIGNED\",\"PICKED_UP\","
-     "\"IN_TRANSIT\",\"DELIVERED\",\"CANCELLED\"]},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"countryCode\":{\"type\":\"string\"},"
-     "\"pickupAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
-     "\"dropOffAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
-     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"type\":\"null\"}]},"
-     "\"shippingFee\":{\"type\":[\"number\",\"null\"]},"
-     "\"currency\":{\"type\":[\"string\",\"null\"]},"
-     "\"assignedAt\":{\"type\":[\"string\",\"null\"],"
-     "\"format\":\"date-time\"},"
-     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
-    "\"Vehicle\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"countryCode\":{\"type\":\"string\"},"
-     "\"licensePlate\":{\"type\":[\"string\",\"null\"]},"
-     "\"model\":{\"type\":[\"string\",\"null\"]},"
-     "\"manufacturer\":{\"type\":[\"string\",\"null\"]},"
-     "\"type\":{\"type\":[\"string\",\"null\"]},"
-     "\"colour\":{\"type\":[\"string\",\"null\"]},"
-     "\"year\":{\"type\":[\"string\",\"null\"]},"
-     "\"capacity\":{\"type\":[\"string\",\"null\"]},"
-     "\"condition\":{\"type\":[\"string\",\"null\"]},"
-     "\"imageUrl\":{\"type\":[\"string\",\"null\"]},"
-     "\"carrierId\":{\"type\":[\"string\",\"null\"]},"
-     "\"carrierPhoneNumber\":{\"type\":[\"string\",\"null\"]},"
-     "\"driverUserId\":{\"type\":[\"string\",\"null\"]},"
-     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"type\":\"null\"}]},"
-     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
-    "\"AvailableDriver\":{\"allOf\":["
-     "{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"properties\":{\"vehicle\":{\"anyOf\":["
-     "{\"$ref\":\"#/components/schemas/Vehicle\"},{\"type\":\"null\"}]}}}]},"
-    "\"TradeFlow\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"name\":{\"type\":\"string\"},"
-     "\"description\":{\"type\":\"string\"}}},"
-    "\"PersonAccount\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"accountId\":{\"type\":\"string\"},"
-     "\"accountBIC\":{\"type\":\"string\"},"
-     "\"accountType\":{\"type\":\"string\"},"
-     "\"accountName\":{\"type\":\"string\"},"
-     "\"currency\":{\"type\":\"string\"},"
-     "\"availableBalance\":{\"type\":\"number\"},"
-     "\"accountLimit\":{\"type\":\"number\"},"
-     "\"statusDescription\":{\"type\":\"string\"},"
-     "\"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"nubanOrIban\":{\"type\":\"string\"},"
-     "\"purpose\":{\"type\":\"string\"},"
-     "\"comment\":{\"type\":\"string\"},"
-     "\"status\":{\"type\":\"string\"},"
-     "\"productId\":{\"type\":\"string\"},"
-     "\"clientId\":{\"type\":\"string\"}}},"
-    "\"PersonDocument\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"type\":{\"type\":\"integer\"},"
-     "\"path\":{\"type\":\"string\"},"
-     "\"fileName\":{\"type\":\"string\"},"
-     "\"documentNumber\":{\"type\":\"string\"},"
-     "\"approved\":{\"type\":\"boolean\"}}},"
-    "\"BankAccount\":{\"type\":\"object\",\"properties\":{"
-     "\"accountName\":{\"type\":\"string\"},"
-     "\"accountNumber\":{\"type\":\"string\"},"
-     "\"bankName\":{\"type\":\"string\"}}},"
-    "\"BankTransfer\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"reference\":{\"type\":\"string\"},"
-     "\"amount\":{\"type\":\"number\"},"
-     "\"account\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
-     "\"beneficiary\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
-     "\"status\":{\"type\":\"string\"},"
-     "\"date\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"email\":{\"type\":\"string\"},"
-     "\"currency\":{\"type\":\"string\"}}},"
-    "\"CounterpartyAccount\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"account\":{\"type\":\"integer\"},"
-     "\"counterpartyType\":{\"type\":\"integer\"},"
-     "\"accountType\":{\"type\":\"integer\"},"
-     "\"bankCode\":{\"type\":[\"string\",\"null\"]},"
-     "\"bankName\":{\"type\":[\"string\",\"null\"]},"
-     "\"accountNumber\":{\"type\":[\"string\",\"null\"]},"
-     "\"accountName\":{\"type\":[\"string\",\"null\"]},"
-     "\"iban\":{\"type\":[\"string\",\"null\"]},"
-     "\"swiftCode\":{\"type\":[\"string\",\"null\"]},"
-     "\"bankAddress\":{\"type\":[\"string\",\"null\"]},"
-     "\"routingNumber\":{\"type\":[\"string\",\"null\"]},"
-     "\"merchantId\":{\"type\":\"string\"},"
-     "\"counterpartyId\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
-    "\"CounterpartyGroup\":{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\"},"
-     "\"merchantId\":{\"type\":\"string\"},"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
-    "\"TaskSamplerAssigned\":{\"type\":\"object\",\"properties\":{"
-     "\"message\":{\"type\":\"string\"},"
-     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"samplerId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"status\":{\"const\":\"ASSIGNED\"}}},"
-    "\"TaskStatusUpdated\":{\"type\":\"object\",\"properties\":{"
-     "\"message\":{\"type\":\"string\"},"
-     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"status\":{\"enum\":[\"ACCEPTED\",\"REJECTED\",\"PENDING\"]},"
-     "\"samplerOrLaboratoryId\":{\"type\":\"string\","
-     "\"format\":\"uuid\"}}},"
-    "\"WebhookReceipt\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"integer\"},"
-     "\"duplicate\":{\"type\":\"boolean\"}}},"
-    "\"SaleAnswer\":{\"type\":\"object\","
-     "\"required\":[\"message\",\"data\",\"meta\"],\"properties\":{"
-     "\"message\":{\"type\":\"string\"},"
-     "\"data\":{\"type\":\"object\",\"description\":\"The sale after the "
-     "payment, every field of spec 2.12 (docs/api.md, The sale "
-     "document).\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"totalAmount\":{\"type\":\"number\"},"
-     "\"paymentStatus\":{\"enum\":[\"PENDING\",\"PARTIALLY_PAID\","
-     "\"PAID\"]},"
-     "\"sale\":{\"type\":\"object\"},"
-     "\"products\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}},"
-     "\"meta\":{\"type\":\"object\",\"properties\":{"
-     "\"currentPage\":{\"type\":\"integer\"},"
-     "\"from\":{\"type\":\"integer\"},\"to\":{\"type\":\"integer\"},"
-     "\"perPage\":{\"type\":\"integer\"},"
-     "\"total\":{\"type\":\"integer\"},"
-     "\"lastPage\":{\"type\":\"integer\"}}}}},"
-    "\"BusinessVerification\":{\"type\":\"object\",\"properties\":{"
-     "\"companyName\":{\"type\":\"string\"},"
-     "\"address\":{\"type\":\"string\"},"
-     "\"verificationStatus\":{\"enum\":[\"VERIFIED\","
-     "\"NAME_MISMATCH\"]}}},"
-    "\"Classifications\":{\"type\":\"object\",\"properties\":{"
-     "\"classifications\":{\"type\":\"array\",\"items\":{"
-     "\"type\":\"object\",\"properties\":{"
-     "\"group\":{\"type\":\"string\"},"
-     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}}}}"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}"
     "}";
-
-
-#define ngx_platform_openapi_schema(name)                                    \
-    "{\"$ref\":\"#/components/schemas/" name "\"}"
-
-#define ngx_platform_openapi_list(name)                                      \
-    "{\"type\":\"array\",\"items\":"                                         \
-    "{\"$ref\":\"#/components/schemas/" name "\"}}"
-
-
-static ngx_platform_doc_answer_t  ngx_platform_openapi_otp_answers[] = {
-    { NGX_HTTP_BAD_REQUEST, "Invalid OTP Code.",
-      "The OTP code is not valid. Please check the code and try again." },
-    { NGX_HTTP_NOT_FOUND, "OTP Code not found.",
-      "The OTP code was not found." },
-    { 429, "Too many attempts.",
-      "Too many failed OTP attempts. Try again later." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_doc_answer_t
-    ngx_platform_openapi_products_answers[] =
-{
-    { NGX_HTTP_NOT_MODIFIED, NULL, NULL },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_doc_answer_t
-    ngx_platform_openapi_document_answers[] =
-{
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "fileName must not contain '/', '\\', control characters or "
-      "bidirectional formatting characters." },
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "base64 has an invalid character at position <n>." },
-    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
-      "The document must be at most <n> bytes once decoded." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_doc_answer_t
-    ngx_platform_openapi_source_answers[] =
-{
-    { NGX_HTTP_NOT_FOUND, "Unknown webhook source.",
-      "No such source is configured." },
-    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
-      "The webhook-signature header is missing." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_doc_answer_t
-    ngx_platform_openapi_payment_answers[] =
-{
-    { NGX_HTTP_NOT_FOUND, "Unknown payment method.",
-      "No such payment method is configured." },
-    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
-      "The webhook-signature header is missing." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_doc_answer_t
-    ngx_platform_openapi_identity_answers[] =
-{
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "rc_number or companyNumber is required." },
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "rc_number and companyNumber differ." },
-    { 0, NULL, NULL }
-};
-
-
-/*
- * By endpoint (method and pattern, as in its family's table): the data
- * of its success and an example on the demo data (scripts/demo-data.sql).
- */
-
-static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
-
-    { NGX_HTTP_GET, "/validate-otp/{string:otpCode}",
-      "{\"type\":\"object\"}",
-      "{\"path\":{\"otpCode\":\"123456\"}}",
-      ngx_platform_openapi_otp_answers, 0, "OTP code validated" },
-
-    { NGX_HTTP_GET, "/api/v1/products/classifications",
-      ngx_platform_openapi_schema("Classifications"), NULL,
-      ngx_platform_openapi_products_answers, 1,
-      "Product classifications, with Cache-Control and ETag." },
-
-    { NGX_HTTP_GET, "/tms/delivery-orders/{uuid:deliveryOrderUuid}",
-      ngx_platform_openapi_schema("DeliveryOrder"),
-      "{\"path\":{\"deliveryOrderUuid\":"
-      "\"a1000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
-      ngx_platform_openapi_schema("Vehicle"),
-      "{\"path\":{\"id\":\"31000000-0000-4000-8000-000000000004\"},"
-      "\"body\":{\"colour\":\"blue\",\"year\":\"2021\","
-      "\"capacity\":\"1450.5\",\"assignDriver\":true,"
-      "\"driverUserId\":\"user-demo-driver-5\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_GET, "/tms/drivers/available",
-      ngx_platform_openapi_list("AvailableDriver"),
-      "{\"query\":{\"vehicleType\":\"VAN\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_PATCH,
-      "/tms/delivery-orders/{uuid:deliveryOrderUuid}/assign/"
-      "{string:driverId}",
-      "{\"type\":\"object\"}",
-      "{\"path\":{\"deliveryOrderUuid\":"
-      "\"a1000000-0000-4000-8000-000000000001\","
-      "\"driverId\":\"d1000000-0000-4000-8000-000000000005\"},"
-      "\"query\":{\"shippingFee\":2500}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
-      ngx_platform_openapi_schema("PersonAccount"),
-      "{\"path\":{\"id\":\"b1000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
-      ngx_platform_openapi_schema("PersonDocument"),
-      "{\"body\":{\"documentId\":\"71000000-0000-4000-8000-000000000002\","
-      "\"personId\":\"c1000000-0000-4000-8000-000000000001\","
-      "\"fileName\":\"bill.txt\",\"base64\":\"SGVsbG8sIHdvcmxkIQ==\"}}",
-      ngx_platform_openapi_document_answers, 0, NULL },
-
-    { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
-      "{\"type\":\"string\",\"format\":\"uuid\"}",
-      "{\"path\":{\"id\":\"71000000-0000-4000-8000-000000000003\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_GET, "/api/v{version}/BankTransfers/all-account",
-      ngx_platform_openapi_list("BankTransfer"),
-      "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_POST, "/api/v{version}/BankTransfers/all-account",
-      ngx_platform_openapi_list("BankTransfer"),
-      "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_DELETE, "/api/v{version}/InvoiceSetting/DeleteInvoiceTax",
-      NULL,
-      "{\"query\":{\"TaxSettingId\":"
-      "\"f1000000-0000-4000-8000-000000000003\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_PUT, "/api/v{version}/Counterparties/accounts",
-      ngx_platform_openapi_schema("CounterpartyAccount"),
-      "{\"body\":{\"id\":\"82000000-0000-4000-8000-000000000001\","
-      "\"bankName\":\"GTBank\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_POST, "/api/v{version}/Counterparties/groups",
-      ngx_platform_openapi_schema("CounterpartyGroup"),
-      "{\"body\":{\"name\":\"Cocoa buyers\",\"members\":[{\"counterpartyId\":"
-      "\"81000000-0000-4000-8000-000000000004\"}]}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/assign-sampler",
-      ngx_platform_openapi_schema("TaskSamplerAssigned"),
-      "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000001\"},"
-      "\"headers\":{\"userId\":\"lab-admin-1\"},"
-      "\"body\":{\"samplerId\":\"51000000-0000-4000-8000-000000000002\","
-      "\"priority\":\"HIGH\",\"dueDate\":\"2099-12-01\","
-      "\"pickupAddress\":\"12 Ikorodu Road, Mile 12, Lagos\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
-      ngx_platform_openapi_schema("TaskStatusUpdated"),
-      "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000002\"},"
-      "\"headers\":{\"userId\":\"sampler-user-1\"},"
-      "\"body\":{\"status\":\"ACCEPTED\",\"samplerOrLaboratoryId\":"
-      "\"51000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_GET, "/api/v1/trades/process-flows",
-      ngx_platform_openapi_list("TradeFlow"),
-      "{\"query\":{\"name\":\"export\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_POST, "/api/v1/webhooks/public/{string:source}/events",
-      ngx_platform_openapi_schema("WebhookReceipt"),
-      "{\"path\":{\"source\":\"source-a\"},"
-      "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
-      ngx_platform_openapi_source_answers, 0,
-      "Event received." },
-
-    { NGX_HTTP_POST, "/api/webhooks/public/{string:source}/events",
-      ngx_platform_openapi_schema("WebhookReceipt"),
-      "{\"path\":{\"source\":\"source-b\"},"
-      "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
-      ngx_platform_openapi_source_answers, 0,
-      "Event received." },
-
-    { NGX_HTTP_POST, "/webhooks/{string:paymentmethod}",
-      ngx_platform_openapi_schema("WebhookReceipt"),
-      "{\"path\":{\"paymentmethod\":\"card\"},"
-      "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",
-      ngx_platform_openapi_payment_answers, 0,
-      "Event received." },
-
-    { NGX_HTTP_PATCH, "/sales/transactions",
-      ngx_platform_openapi_schema("SaleAnswer"),
-      "{\"body\":{\"saleId\":\"aa100000-0000-4000-8000-000000000001\","
-      "\"transactionReference\":\"PAY-DEMO-1\",\"amount\":2500.5,"
-      "\"paymentMethod\":\"TRANSFER\"}}",
-      NULL, 0, NULL },
-
-    { NGX_HTTP_POST,
-      "/api/v{version}/Identity/verification/business-credit-bureau",
-      ngx_platform_openapi_schema("BusinessVerification"),
-      "{\"body\":{\"rc_number\":\"RC100001\","
-      "\"customer_name\":\"Demo Foods Limited\"}}",
-      ngx_platform_openapi_identity_answers, 0, NULL },
-
-    { 0, NULL, NULL, NULL, NULL, 0, NULL }
-};
 
 
 static ngx_int_t
@@ -652,7 +244,6 @@ ngx_platform_openapi_build(ngx_log_t *log)
     json_error_t                 error;
     ngx_platform_family_t       *family;
     ngx_platform_endpoint_t     *ep;
-    ngx_platform_openapi_doc_t  *d;
 
     schemas = json_loads(ngx_platform_openapi_schemas, 0, &error);
     if (schemas == NULL) {
@@ -693,6 +284,13 @@ ngx_platform_openapi_build(ngx_log_t *log)
     for (f = 0; ngx_platform_families[f]; f++) {
         family = ngx_platform_families[f];
 
+        if (family->schemas
+            && ngx_platform_openapi_schemas_add(schemas, family, log)
+               != NGX_OK)
+        {
+            goto failed;
+        }
+
         for (ep = family->endpoints; ep->pattern; ep++) {
 
             /* operator families answer every path of their location */
@@ -709,25 +307,6 @@ ngx_platform_openapi_build(ngx_log_t *log)
                 goto failed;
             }
         }
-    }
-
-    /* what is written here of an endpoint no table has any more */
-
-    for (d = ngx_platform_openapi_docs; d->pattern; d++) {
-        for (f = 0; ngx_platform_families[f]; f++) {
-            for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++)
-            {
-                if (ngx_platform_openapi_doc(ep) == d) {
-                    goto found;
-                }
-            }
-        }
-
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      "openapi: no endpoint \"%s\" for its description",
-                      d->pattern);
-    found:
-        continue;
     }
 
     json_object_set_new(components, "schemas", schemas);
@@ -831,6 +410,44 @@ failed:
 }
 
 
+/* a family's shapes among the document's: each name is one family's */
+
+static ngx_int_t
+ngx_platform_openapi_schemas_add(json_t *schemas,
+    ngx_platform_family_t *family, ngx_log_t *log)
+{
+    json_t        *own, *v;
+    const char    *name;
+    json_error_t   error;
+
+    own = json_loads(family->schemas, 0, &error);
+    if (own == NULL || !json_is_object(own)) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "openapi: the schemas of platform_%V: %s at %d",
+                      &family->name, own ? "not an object" : error.text,
+                      own ? 0 : error.position);
+        json_decref(own);
+        return NGX_ERROR;
+    }
+
+    json_object_foreach(own, name, v) {
+        if (json_object_get(schemas, name)) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "openapi: the schema \"%s\" of platform_%V is "
+                          "another's already", name, &family->name);
+            json_decref(own);
+            return NGX_ERROR;
+        }
+
+        json_object_set(schemas, name, v);
+    }
+
+    json_decref(own);
+
+    return NGX_OK;
+}
+
+
 /* one operation, and its HEAD when the GET has one */
 
 static ngx_int_t
@@ -844,8 +461,8 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
     const char                     *key, *method, *sep;
     ngx_uint_t                      i, s, n, auth, required;
     json_error_t                    error;
+    ngx_platform_doc_t             *doc;
     ngx_platform_field_t           *f;
-    ngx_platform_openapi_doc_t     *doc;
     ngx_platform_openapi_error_t   *err;
     ngx_platform_openapi_errors_t   errors;
     u_char                          text[4096], *p, *last;
@@ -856,7 +473,7 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
         return NGX_ERROR;
     }
 
-    doc = ngx_platform_openapi_doc(ep);
+    doc = ep->doc;
 
     example = NULL;
 
@@ -1178,23 +795,6 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
     json_decref(example);
 
     return NGX_OK;
-}
-
-
-static ngx_platform_openapi_doc_t *
-ngx_platform_openapi_doc(ngx_platform_endpoint_t *ep)
-{
-    ngx_platform_openapi_doc_t  *doc;
-
-    for (doc = ngx_platform_openapi_docs; doc->pattern; doc++) {
-        if (doc->method == ep->method
-            && ngx_strcmp(doc->pattern, ep->pattern) == 0)
-        {
-            return doc;
-        }
-    }
-
-    return NULL;
 }
 
 
@@ -1530,7 +1130,7 @@ ngx_platform_openapi_object(ngx_platform_field_t *fields)
 
 static json_t *
 ngx_platform_openapi_success(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc)
+    ngx_platform_endpoint_t *ep, ngx_platform_doc_t *doc)
 {
     json_t        *data, *schema, *headers, *props;
     const char    *message;
@@ -1628,7 +1228,7 @@ ngx_platform_openapi_success(ngx_platform_family_t *family,
 
 static void
 ngx_platform_openapi_errors(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc,
+    ngx_platform_endpoint_t *ep, ngx_platform_doc_t *doc,
     ngx_platform_openapi_errors_t *e)
 {
     ngx_uint_t                      auth, credential;
