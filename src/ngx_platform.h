@@ -182,6 +182,12 @@ typedef struct {
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
 
+    /*
+     * platform_openapi: the document, built when the configuration loads,
+     * without its "openapi" and "servers" members (written per request)
+     */
+    ngx_str_t                  openapi;
+
     /* the locations of the webhooks family, checked by nginx -t */
     ngx_array_t               *webhook_locations;
 
@@ -573,6 +579,18 @@ ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
  */
 ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_array_t *routes);
+
+
+/* ngx_platform_openapi.c: the OpenAPI document (platform_openapi) */
+
+/*
+ * When the configuration loads: nginx -t refuses an endpoint of the
+ * registry that the document cannot describe (no documentation, success
+ * shape or example); with a platform_openapi location the document is
+ * built, in the configuration's pool.
+ */
+ngx_int_t ngx_platform_openapi_init(ngx_conf_t *cf);
+
 
 /* ngx_platform_filter.c: nginx's own error pages in the envelope */
 

@@ -13,10 +13,12 @@
  * file: an endpoint's documentation (ngx_platform_doc_t: the shape of
  * its success data, an example on the demo data, the answers of its
  * code) and the family's shapes (docs/api.md). Nothing here knows an
- * endpoint or a family. Each worker builds the
- * document with Jansson at its first request and keeps it; only the
- * "servers" member is written per request, from the request's scheme and
- * Host.
+ * endpoint or a family.
+ *
+ * nginx -t refuses an endpoint without its documentation. The document
+ * is built with Jansson when the configuration loads, into the
+ * configuration's memory; only the "servers" member is written per
+ * request, from the request's scheme and Host.
  */
 
 
@@ -52,6 +54,8 @@ typedef struct {
 
 static ngx_int_t ngx_platform_openapi_handler(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static ngx_int_t ngx_platform_openapi_check(ngx_conf_t *cf,
+    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_build(ngx_log_t *log);
 static ngx_int_t ngx_platform_openapi_schemas_add(json_t *schemas,
     ngx_platform_family_t *family, ngx_log_t *log);
@@ -97,10 +101,6 @@ ngx_platform_family_t  ngx_platform_openapi_family = {
 };
 
 
-/* the worker's document, without its "openapi" and "servers" members */
-static ngx_str_t  ngx_platform_openapi_text;
-
-
 /*
  * The error envelopes of ngx_platform_response.c; the shapes of the data
  * are the families' (ngx_platform_family_t schemas).
@@ -132,47 +132,162 @@ static const char  ngx_platform_openapi_schemas[] =
     "}";
 
 
+/*
+ * Every family of the registry is checked, used by a location or not: the
+ * document describes them all, and a row without its documentation is a
+ * defect of the build that any nginx -t should tell. Operator families
+ * ("*": every path of their location) are not in the document.
+ */
+
+ngx_int_t
+ngx_platform_openapi_init(ngx_conf_t *cf)
+{
+    char                      *text;
+    size_t                     len;
+    json_t                    *doc;
+    ngx_uint_t                 f;
+    ngx_platform_endpoint_t   *ep;
+    ngx_platform_main_conf_t  *pmcf;
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++) {
+            if (ep->pattern[0] != '*'
+                && ngx_platform_openapi_check(cf, ngx_platform_families[f],
+                                              ep)
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+
+    if (pmcf->routes[ngx_platform_openapi_family.index] == NULL) {
+        return NGX_OK;
+    }
+
+    doc = ngx_platform_openapi_build(cf->log);
+    if (doc == NULL) {
+        return NGX_ERROR;
+    }
+
+    text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* the configuration's: a reload builds the new one's */
+
+    len = ngx_strlen(text);
+
+    pmcf->openapi.data = ngx_pnalloc(cf->pool, len);
+    if (pmcf->openapi.data == NULL) {
+        free(text);
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(pmcf->openapi.data, text, len);
+    pmcf->openapi.len = len;
+
+    free(text);
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cf->log, 0,
+                   "openapi: the document built, %uz bytes", len);
+
+    return NGX_OK;
+}
+
+
+/* what the document needs of an endpoint beyond its row */
+
+static ngx_int_t
+ngx_platform_openapi_check(ngx_conf_t *cf, ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep)
+{
+    u_char               method[8];
+    json_t              *v;
+    ngx_uint_t           i;
+    const char          *name, *missing;
+    json_error_t         error;
+    ngx_platform_doc_t  *doc;
+
+    name = ngx_platform_openapi_method(ep->method);
+    if (name == NULL) {
+        name = "?";
+    }
+
+    for (i = 0; name[i] && i < sizeof(method) - 1; i++) {
+        method[i] = ngx_toupper(name[i]);
+    }
+
+    method[i] = '\0';
+
+    doc = ep->doc;
+    missing = NULL;
+
+    if (doc == NULL) {
+        missing = "no documentation (ngx_platform_doc_t)";
+
+    } else if (doc->data == NULL
+               && !(ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_EMPTY))
+    {
+        missing = "no success data shape";
+
+    } else if (doc->example == NULL) {
+        missing = "no example";
+    }
+
+    if (missing) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "platform_openapi: the endpoint %s \"%s\" of "
+                      "platform_%V has %s", method, ep->pattern,
+                      &family->name, missing);
+        return NGX_ERROR;
+    }
+
+    /* texts that are not JSON would fail the document's build */
+
+    for (i = 0; i < 2; i++) {
+        if (i == 0 && doc->data == NULL) {
+            continue;
+        }
+
+        v = json_loads(i ? doc->example : doc->data, 0, &error);
+
+        if (v == NULL || !json_is_object(v)) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "platform_openapi: the endpoint %s \"%s\" of "
+                          "platform_%V has %s that is not a JSON object: %s",
+                          method, ep->pattern, &family->name,
+                          i ? "an example" : "a success data shape",
+                          v ? "another JSON value" : error.text);
+            json_decref(v);
+            return NGX_ERROR;
+        }
+
+        json_decref(v);
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char     *body, *p, c;
-    char       *text;
-    size_t      len;
-    json_t     *doc;
-    ngx_str_t   host, scheme;
-    ngx_uint_t  i;
+    u_char                    *body, *p, c;
+    ngx_str_t                  host, scheme, *text;
+    ngx_uint_t                 i;
+    ngx_platform_main_conf_t  *pmcf;
 
-    if (ngx_platform_openapi_text.len == 0) {
-        doc = ngx_platform_openapi_build(r->connection->log);
-        if (doc == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+    text = &pmcf->openapi;
 
-        text = json_dumps(doc, JSON_COMPACT);
-        json_decref(doc);
-
-        if (text == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        /* kept for the worker's life: the cycle's pool */
-
-        len = ngx_strlen(text);
-
-        p = ngx_pnalloc(ngx_cycle->pool, len);
-        if (p == NULL) {
-            free(text);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_memcpy(p, text, len);
-        free(text);
-
-        ngx_platform_openapi_text.data = p;
-        ngx_platform_openapi_text.len = len;
-
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "openapi: the document built, %uz bytes", len);
+    if (text->len == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     /*
@@ -209,7 +324,7 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     body = ngx_pnalloc(r->pool, sizeof("{\"openapi\":\"3.1.0\","
                                        "\"servers\":[{\"url\":\"/\"}],")
                                 + scheme.len + host.len
-                                + ngx_platform_openapi_text.len);
+                                + text->len);
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -226,8 +341,7 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     p = ngx_cpymem(p, "/\"}],", sizeof("/\"}],") - 1);
 
     /* the document past its "{" */
-    p = ngx_cpymem(p, ngx_platform_openapi_text.data + 1,
-                   ngx_platform_openapi_text.len - 1);
+    p = ngx_cpymem(p, text->data + 1, text->len - 1);
 
     return ngx_platform_send_raw(r, NGX_HTTP_OK, body, p - body);
 }
@@ -247,7 +361,7 @@ ngx_platform_openapi_build(ngx_log_t *log)
 
     schemas = json_loads(ngx_platform_openapi_schemas, 0, &error);
     if (schemas == NULL) {
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
                       "openapi: schemas: %s at %d", error.text,
                       error.position);
         return NULL;
@@ -301,7 +415,7 @@ ngx_platform_openapi_build(ngx_log_t *log)
             if (ngx_platform_openapi_endpoint(paths, names, family, ep)
                 != NGX_OK)
             {
-                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                ngx_log_error(NGX_LOG_EMERG, log, 0,
                               "openapi: \"%s\" of platform_%V failed",
                               ep->pattern, &family->name);
                 goto failed;
@@ -422,7 +536,7 @@ ngx_platform_openapi_schemas_add(json_t *schemas,
 
     own = json_loads(family->schemas, 0, &error);
     if (own == NULL || !json_is_object(own)) {
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
                       "openapi: the schemas of platform_%V: %s at %d",
                       &family->name, own ? "not an object" : error.text,
                       own ? 0 : error.position);
@@ -432,7 +546,7 @@ ngx_platform_openapi_schemas_add(json_t *schemas,
 
     json_object_foreach(own, name, v) {
         if (json_object_get(schemas, name)) {
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
+            ngx_log_error(NGX_LOG_EMERG, log, 0,
                           "openapi: the schema \"%s\" of platform_%V is "
                           "another's already", name, &family->name);
             json_decref(own);
