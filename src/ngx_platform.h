@@ -586,8 +586,9 @@ ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 /*
  * When the configuration loads: nginx -t refuses an endpoint of the
  * registry that the document cannot describe (no documentation, success
- * shape or example); with a platform_openapi location the document is
- * built, in the configuration's pool.
+ * shape or example, or one that is not JSON) and a family's schemas that
+ * are not JSON or name another's shape; with a platform_openapi location
+ * the document is built, in the configuration's pool.
  */
 ngx_int_t ngx_platform_openapi_init(ngx_conf_t *cf);
 
