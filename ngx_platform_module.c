@@ -436,6 +436,10 @@ ngx_platform_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_platform_openapi_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_platform_metrics_add_zone(cf);
 }
 

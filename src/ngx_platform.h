@@ -182,6 +182,12 @@ typedef struct {
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
 
+    /*
+     * platform_openapi: the document, built when the configuration loads,
+     * without its "openapi" and "servers" members (written per request)
+     */
+    ngx_str_t                  openapi;
+
     /* the locations of the webhooks family, checked by nginx -t */
     ngx_array_t               *webhook_locations;
 
@@ -255,6 +261,50 @@ typedef struct {
 
 
 /*
+ * An answer of an endpoint's code that none of its tables declares, as
+ * the OpenAPI document tells it: status, message (NULL: a status without
+ * a body, such as 304) and detail (NULL: the message; "<n>" where the
+ * code puts a value).
+ */
+typedef struct {
+    ngx_uint_t                 status;
+    const char                *message;
+    const char                *detail;
+} ngx_platform_doc_answer_t;
+
+
+/*
+ * What the OpenAPI document (ngx_platform_openapi.c) says of an endpoint
+ * beyond its row, written beside the row in the family's file.
+ *
+ * data: the JSON Schema of the success document's data, as JSON text
+ * (bare: of the whole body); NULL only when the statement answers no
+ * body. example: a request on the demo data (scripts/demo-data.sql), a
+ * JSON object {"path", "query", "headers", "body"} of what it sends ("{}":
+ * nothing); each member is the example of its parameter or body.
+ * answers: what the endpoint's code answers itself, ended by a 0 status.
+ * ok: the success message when code, not a statement, answers.
+ */
+typedef struct {
+    const char                *data;
+    const char                *example;
+    ngx_platform_doc_answer_t *answers;
+    unsigned                   bare:1;
+    const char                *ok;
+} ngx_platform_doc_t;
+
+
+/* data of a shape of a family's schemas, and of an array of them */
+
+#define ngx_platform_doc_schema(name)                                        \
+    "{\"$ref\":\"#/components/schemas/" name "\"}"
+
+#define ngx_platform_doc_list(name)                                          \
+    "{\"type\":\"array\",\"items\":"                                         \
+    "{\"$ref\":\"#/components/schemas/" name "\"}}"
+
+
+/*
  * A body field, a query argument or a typed path capture, checked by one
  * validator (ngx_platform_schema.c). Unknown body fields are ignored; a
  * field of the wrong type or value is 400 naming it.
@@ -322,6 +372,9 @@ typedef struct {
      */
     ngx_platform_sql_t        *sql;
     ngx_platform_handler_pt    handler;
+
+    /* its OpenAPI documentation; NULL only for a "*" pattern */
+    ngx_platform_doc_t        *doc;
 } ngx_platform_endpoint_t;
 
 
@@ -339,6 +392,13 @@ struct ngx_platform_family_s {
     ngx_platform_text_t       *texts;
 
     ngx_uint_t                 index;      /* in the registry */
+
+    /*
+     * The shapes its endpoints' documentation refers to, as JSON object
+     * text: {"Vehicle": {JSON Schema}, ...} (the document's
+     * components.schemas; a name is one family's), or NULL
+     */
+    const char                *schemas;
 };
 
 
@@ -558,6 +618,19 @@ ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
  */
 ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_array_t *routes);
+
+
+/* ngx_platform_openapi.c: the OpenAPI document (platform_openapi) */
+
+/*
+ * When the configuration loads: nginx -t refuses an endpoint of the
+ * registry that the document cannot describe (no documentation, success
+ * shape or example, or one that is not JSON) and a family's schemas that
+ * are not JSON or name another's shape; with a platform_openapi location
+ * the document is built, in the configuration's pool.
+ */
+ngx_int_t ngx_platform_openapi_init(ngx_conf_t *cf);
+
 
 /* ngx_platform_filter.c: nginx's own error pages in the envelope */
 

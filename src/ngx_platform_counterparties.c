@@ -214,6 +214,53 @@ static ngx_platform_field_t  ngx_platform_counterparties_group_body[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_counterparties_schemas[] =
+    "{"
+    "\"CounterpartyAccount\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"account\":{\"type\":\"integer\"},"
+     "\"counterpartyType\":{\"type\":\"integer\"},"
+     "\"accountType\":{\"type\":\"integer\"},"
+     "\"bankCode\":{\"type\":[\"string\",\"null\"]},"
+     "\"bankName\":{\"type\":[\"string\",\"null\"]},"
+     "\"accountNumber\":{\"type\":[\"string\",\"null\"]},"
+     "\"accountName\":{\"type\":[\"string\",\"null\"]},"
+     "\"iban\":{\"type\":[\"string\",\"null\"]},"
+     "\"swiftCode\":{\"type\":[\"string\",\"null\"]},"
+     "\"bankAddress\":{\"type\":[\"string\",\"null\"]},"
+     "\"routingNumber\":{\"type\":[\"string\",\"null\"]},"
+     "\"merchantId\":{\"type\":\"string\"},"
+     "\"counterpartyId\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
+    "\"CounterpartyGroup\":{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\"},"
+     "\"merchantId\":{\"type\":\"string\"},"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"}}}"
+    "}";
+
+
+/*
+ * platform_openapi: each endpoint's success data, and an example on the
+ * demo data
+ */
+
+static ngx_platform_doc_t  ngx_platform_counterparties_account_doc = {
+    ngx_platform_doc_schema("CounterpartyAccount"),
+    "{\"body\":{\"id\":\"82000000-0000-4000-8000-000000000001\","
+    "\"bankName\":\"GTBank\"}}",
+    NULL, 0, NULL
+};
+
+
+static ngx_platform_doc_t  ngx_platform_counterparties_group_doc = {
+    ngx_platform_doc_schema("CounterpartyGroup"),
+    "{\"body\":{\"name\":\"Cocoa buyers\",\"members\":[{\"counterpartyId\":"
+    "\"81000000-0000-4000-8000-000000000004\"}]}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_counterparties_endpoints[] = {
 
     { NGX_HTTP_PUT, "/api/v{version}/Counterparties/accounts",
@@ -221,16 +268,18 @@ static ngx_platform_endpoint_t  ngx_platform_counterparties_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_MERCHANT,
       NULL, ngx_platform_counterparties_account_body,
       NULL, NULL,
-      &ngx_platform_counterparties_account, NULL },
+      &ngx_platform_counterparties_account, NULL,
+      &ngx_platform_counterparties_account_doc },
 
     { NGX_HTTP_POST, "/api/v{version}/Counterparties/groups",
       NGX_PLATFORM_AUTH_BEARER,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_MERCHANT,
       NULL, ngx_platform_counterparties_group_body,
       NULL, NULL,
-      &ngx_platform_counterparties_group, NULL },
+      &ngx_platform_counterparties_group, NULL,
+      &ngx_platform_counterparties_group_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -262,5 +311,6 @@ ngx_platform_family_t  ngx_platform_counterparties_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_counterparties_endpoints,
     ngx_platform_counterparties_texts,
-    0
+    0,
+    ngx_platform_counterparties_schemas
 };

@@ -32,8 +32,9 @@ static ngx_int_t ngx_platform_health_send(ngx_http_request_t *r,
     ngx_platform_health_t *h);
 static ngx_platform_endpoint_t  ngx_platform_health_endpoints[] = {
     { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_health },
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+      NULL, ngx_platform_health,
+      NULL },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -43,7 +44,8 @@ ngx_platform_family_t  ngx_platform_health_family = {
     NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_health_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 

@@ -41,6 +41,12 @@
 #define NGX_PLATFORM_IDENTITY_RC_MAX    64
 #define NGX_PLATFORM_IDENTITY_NAME_MAX  200
 
+/* refusals of the code, answered, translated and documented from here */
+#define NGX_PLATFORM_IDENTITY_NO_RC                                          \
+    "rc_number or companyNumber is required."
+#define NGX_PLATFORM_IDENTITY_RC_DIFFER                                      \
+    "rc_number and companyNumber differ."
+
 /* an ASCII letter or digit */
 #define ngx_platform_identity_alnum(c)                                       \
     (((c) >= '0' && (c) <= '9')                                               \
@@ -229,6 +235,38 @@ static ngx_platform_field_t  ngx_platform_identity_body[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_identity_schemas[] =
+    "{"
+    "\"BusinessVerification\":{\"type\":\"object\",\"properties\":{"
+     "\"companyName\":{\"type\":\"string\"},"
+     "\"address\":{\"type\":\"string\"},"
+     "\"verificationStatus\":{\"enum\":[\"VERIFIED\","
+     "\"NAME_MISMATCH\"]}}}"
+    "}";
+
+
+/*
+ * platform_openapi: the endpoint's success data, an example on the demo
+ * data, and what its code refuses
+ */
+
+static ngx_platform_doc_answer_t  ngx_platform_identity_verify_answers[] = {
+    { NGX_HTTP_BAD_REQUEST, "Bad request.", NGX_PLATFORM_IDENTITY_NO_RC },
+    { NGX_HTTP_BAD_REQUEST, "Bad request.", NGX_PLATFORM_IDENTITY_RC_DIFFER },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_doc_t  ngx_platform_identity_verify_doc = {
+    ngx_platform_doc_schema("BusinessVerification"),
+    "{\"body\":{\"rc_number\":\"RC100001\","
+    "\"customer_name\":\"Demo Foods Limited\"}}",
+    ngx_platform_identity_verify_answers, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_identity_endpoints[] = {
 
     { NGX_HTTP_POST,
@@ -237,9 +275,10 @@ static ngx_platform_endpoint_t  ngx_platform_identity_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_identity_body,
       NULL, NULL,
-      &ngx_platform_identity_record_sql, ngx_platform_identity_verify },
+      &ngx_platform_identity_record_sql, ngx_platform_identity_verify,
+      &ngx_platform_identity_verify_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -255,9 +294,9 @@ static ngx_platform_text_t  ngx_platform_identity_texts[] = {
       "valide." },
     { "The credit bureau did not answer in time.",
       "Le bureau de crédit n'a pas répondu à temps." },
-    { "rc_number or companyNumber is required.",
+    { NGX_PLATFORM_IDENTITY_NO_RC,
       "rc_number ou companyNumber est requis." },
-    { "rc_number and companyNumber differ.",
+    { NGX_PLATFORM_IDENTITY_RC_DIFFER,
       "rc_number et companyNumber diffèrent." },
     { "rc_number may hold only letters, digits, spaces and - / .",
       "rc_number ne peut contenir que des lettres, des chiffres, des espaces "
@@ -277,7 +316,8 @@ ngx_platform_family_t  ngx_platform_identity_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_identity_endpoints,
     ngx_platform_identity_texts,
-    0
+    0,
+    ngx_platform_identity_schemas
 };
 
 
@@ -379,7 +419,7 @@ ngx_platform_identity_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
     if (rc.data == NULL && alias.data == NULL) {
         return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
-                                 "rc_number or companyNumber is required.");
+                                 NGX_PLATFORM_IDENTITY_NO_RC);
     }
 
     if (rc.data && alias.data
@@ -387,7 +427,7 @@ ngx_platform_identity_inputs(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             || ngx_strncmp(rc.data, alias.data, rc.len) != 0))
     {
         return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
-                                 "rc_number and companyNumber differ.");
+                                 NGX_PLATFORM_IDENTITY_RC_DIFFER);
     }
 
     ir->rc_number = rc.data ? rc : alias;

@@ -48,15 +48,29 @@ static ngx_platform_field_t  ngx_platform_invoices_delete_tax_query[] = {
 };
 
 
+/*
+ * platform_openapi: an example on the demo data (the success has no
+ * body)
+ */
+
+static ngx_platform_doc_t  ngx_platform_invoices_delete_tax_doc = {
+    NULL,
+    "{\"query\":{\"TaxSettingId\":"
+    "\"f1000000-0000-4000-8000-000000000003\"}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_invoices_endpoints[] = {
 
     { NGX_HTTP_DELETE, "/api/v{version}/InvoiceSetting/DeleteInvoiceTax",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       ngx_platform_invoices_delete_tax_query, NULL,
       NULL, NULL,
-      &ngx_platform_invoices_delete_tax, NULL },
+      &ngx_platform_invoices_delete_tax, NULL,
+      &ngx_platform_invoices_delete_tax_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -74,5 +88,6 @@ ngx_platform_family_t  ngx_platform_invoices_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_invoices_endpoints,
     ngx_platform_invoices_texts,
-    0
+    0,
+    NULL
 };

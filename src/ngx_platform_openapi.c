@@ -9,12 +9,16 @@
  * answers and outcomes (ngx_platform_op.h). A route added to a table is
  * in the document; one removed is gone.
  *
- * What the tables do not say is written here, small: the shapes of the
- * documents PostgreSQL builds (docs/api.md), the answers of endpoints
- * served by code, and examples on the demo data. Each worker builds the
- * document with Jansson at its first request and keeps it; only the
- * "servers" member is written per request, from the request's scheme and
- * Host.
+ * What the tables do not say is written beside them, in each family's
+ * file: an endpoint's documentation (ngx_platform_doc_t: the shape of
+ * its success data, an example on the demo data, the answers of its
+ * code) and the family's shapes (docs/api.md). Nothing here knows an
+ * endpoint or a family.
+ *
+ * nginx -t refuses an endpoint without its documentation. The document
+ * is built with Jansson when the configuration loads, into the
+ * configuration's memory; only the "servers" member is written per
+ * request, from the request's scheme and Host.
  */
 
 
@@ -24,31 +28,6 @@
 
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
-
-
-/* an answer of an endpoint's code that no table declares */
-typedef struct {
-    ngx_uint_t                 status;
-    const char                *message;
-    const char                *detail;
-} ngx_platform_openapi_answer_t;
-
-
-/*
- * What the document says of one endpoint beyond its tables: the schema
- * of its success document's data (JSON text; bare: the whole body), an
- * example on the demo data ({"path", "query", "headers", "body"}), the
- * answers of its code, and its success message when code answers it.
- */
-typedef struct {
-    ngx_uint_t                        method;
-    const char                       *pattern;
-    const char                       *data;
-    const char                       *example;
-    ngx_platform_openapi_answer_t    *answers;
-    unsigned                          bare:1;
-    const char                       *ok;
-} ngx_platform_openapi_doc_t;
 
 
 /* an error a request may get: status, message and detail */
@@ -68,28 +47,80 @@ typedef struct {
 } ngx_platform_openapi_errors_t;
 
 
+/* how a field's type is written in JSON Schema */
+typedef struct {
+    ngx_uint_t                 type;      /* NGX_PLATFORM_T_*; 0: ended */
+    const char                *json;
+    const char                *format;
+    const char                *pattern;
+    const char                *description;
+} ngx_platform_openapi_type_t;
+
+
 #define ngx_platform_openapi_alnum(c)                                        \
     (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
      || ((c) >= 'A' && (c) <= 'Z'))
 
 
+static ngx_int_t ngx_platform_openapi_check(ngx_conf_t *cf,
+    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep);
+static ngx_uint_t ngx_platform_openapi_is_object(const char *text,
+    json_error_t *error);
 static ngx_int_t ngx_platform_openapi_handler(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
-static json_t *ngx_platform_openapi_build(ngx_log_t *log);
+static json_t *ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas);
+static json_t *ngx_platform_openapi_paths(ngx_log_t *log);
+static json_t *ngx_platform_openapi_components(json_t *schemas);
+static json_t *ngx_platform_openapi_header_parameters(void);
+static json_t *ngx_platform_openapi_schemas(ngx_log_t *log);
+static ngx_int_t ngx_platform_openapi_schemas_add(json_t *schemas,
+    ngx_platform_family_t *family, ngx_log_t *log);
 static ngx_int_t ngx_platform_openapi_endpoint(json_t *paths,
     json_t *names, ngx_platform_family_t *family,
     ngx_platform_endpoint_t *ep);
-static ngx_platform_openapi_doc_t *ngx_platform_openapi_doc(
-    ngx_platform_endpoint_t *ep);
+static json_t *ngx_platform_openapi_operation(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, const char *method, json_t *names);
+static ngx_int_t ngx_platform_openapi_parameters(json_t *params,
+    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep,
+    json_t *example);
+static json_t *ngx_platform_openapi_user(json_t *example);
+static ngx_int_t ngx_platform_openapi_query(json_t *params,
+    ngx_platform_endpoint_t *ep, json_t *example);
+static json_t *ngx_platform_openapi_security(ngx_platform_endpoint_t *ep);
+static json_t *ngx_platform_openapi_request_body(ngx_platform_endpoint_t *ep,
+    json_t *example);
+static json_t *ngx_platform_openapi_head(json_t *op,
+    ngx_platform_endpoint_t *ep, json_t *names);
 static json_t *ngx_platform_openapi_path(ngx_platform_endpoint_t *ep,
     json_t *params, json_t *example);
 static json_t *ngx_platform_openapi_field(ngx_platform_field_t *f,
     ngx_uint_t query);
+static json_t *ngx_platform_openapi_enum(ngx_platform_field_t *f);
+static const char *ngx_platform_openapi_bound_name(ngx_platform_field_t *f,
+    ngx_uint_t max);
+static json_t *ngx_platform_openapi_bound(ngx_platform_field_t *f,
+    double bound);
 static json_t *ngx_platform_openapi_object(ngx_platform_field_t *fields);
+static json_t *ngx_platform_openapi_responses(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_success(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc);
+    ngx_platform_endpoint_t *ep);
+static json_t *ngx_platform_openapi_envelope(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, json_t *data, const char *message);
+static json_t *ngx_platform_openapi_error_response(
+    ngx_platform_family_t *family, ngx_platform_openapi_errors_t *errors,
+    ngx_uint_t status);
+static json_t *ngx_platform_openapi_response_headers(
+    ngx_platform_family_t *family, ngx_uint_t status);
 static void ngx_platform_openapi_errors(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e);
+static void ngx_platform_openapi_credential_errors(
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e);
+static void ngx_platform_openapi_input_errors(ngx_platform_endpoint_t *ep,
+    ngx_platform_openapi_errors_t *e);
+static void ngx_platform_openapi_body_errors(ngx_platform_endpoint_t *ep,
+    ngx_platform_openapi_errors_t *e);
+static void ngx_platform_openapi_statement_errors(ngx_platform_sql_t *sql,
     ngx_platform_openapi_errors_t *e);
 static void ngx_platform_openapi_add_error(ngx_platform_openapi_errors_t *e,
     ngx_uint_t status, const char *message, const char *detail);
@@ -103,8 +134,9 @@ static json_t *ngx_platform_openapi_ref(const char *kind, const char *name);
 
 static ngx_platform_endpoint_t  ngx_platform_openapi_endpoints[] = {
     { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_openapi_handler },
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+      NULL, ngx_platform_openapi_handler,
+      NULL },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -114,20 +146,17 @@ ngx_platform_family_t  ngx_platform_openapi_family = {
     0,
     ngx_platform_openapi_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 
-/* the worker's document, without its "openapi" and "servers" members */
-static ngx_str_t  ngx_platform_openapi_text;
-
-
 /*
- * Written by hand: the shapes of docs/api.md that PostgreSQL builds, and
- * the error envelopes of ngx_platform_response.c.
+ * The error envelopes of ngx_platform_response.c; the shapes of the data
+ * are the families' (ngx_platform_family_t schemas).
  */
 
-static const char  ngx_platform_openapi_schemas[] =
+static const char  ngx_platform_openapi_envelopes[] =
     "{"
     "\"EnvelopeAError\":{\"type\":\"object\","
      "\"required\":[\"succeeded\",\"message\",\"errors\",\"data\"],"
@@ -149,444 +178,216 @@ static const char  ngx_platform_openapi_schemas[] =
      "\"required\":[\"message\",\"data\",\"errors\"],"
      "\"properties\":{\"message\":{\"type\":\"string\"},"
      "\"data\":{\"type\":\"null\"},"
-     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
-
-    "\"Address\":{\"type\":\"object\",\"properties\":{"
-     "\"address\":{\"type\":[\"string\",\"null\"]},"
-     "\"city\":{\"type\":[\"string\",\"null\"]},"
-     "\"state\":{\"type\":[\"string\",\"null\"]},"
-     "\"country\":{\"type\":[\"string\",\"null\"]},"
-     "\"postalCode\":{\"type\":[\"string\",\"null\"]},"
-     "\"contactName\":{\"type\":[\"string\",\"null\"]},"
-     "\"contactPhone\":{\"type\":[\"string\",\"null\"]},"
-     "\"latitude\":{\"type\":[\"number\",\"null\"]},"
-     "\"longitude\":{\"type\":[\"number\",\"null\"]}}},"
-    "\"DriverStatus\":{\"enum\":[\"AVAILABLE\",\"ON_DELIVERY\","
-     "\"OFFLINE\"]},"
-    "\"Driver\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"userId\":{\"type\":[\"string\",\"null\"]},"
-     "\"name\":{\"type\":\"string\"},"
-     "\"phone\":{\"type\":[\"string\",\"null\"]},"
-     "\"vehicleType\":{\"type\":[\"string\",\"null\"]},"
-     "\"status\":{\"$ref\":\"#/components/schemas/DriverStatus\"}}},"
-    "\"DeliveryOrder\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"orderNumber\":{\"type\":\"string\"},"
-     "\"status\":{\"enum\":[\"PENDING\",\"ASSIGNED\",\"PICKED_UP\","
-     "\"IN_TRANSIT\",\"DELIVERED\",\"CANCELLED\"]},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"countryCode\":{\"type\":\"string\"},"
-     "\"pickupAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
-     "\"dropOffAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
-     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"type\":\"null\"}]},"
-     "\"shippingFee\":{\"type\":[\"number\",\"null\"]},"
-     "\"currency\":{\"type\":[\"string\",\"null\"]},"
-     "\"assignedAt\":{\"type\":[\"string\",\"null\"],"
-     "\"format\":\"date-time\"},"
-     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
-    "\"Vehicle\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"countryCode\":{\"type\":\"string\"},"
-     "\"licensePlate\":{\"type\":[\"string\",\"null\"]},"
-     "\"model\":{\"type\":[\"string\",\"null\"]},"
-     "\"manufacturer\":{\"type\":[\"string\",\"null\"]},"
-     "\"type\":{\"type\":[\"string\",\"null\"]},"
-     "\"colour\":{\"type\":[\"string\",\"null\"]},"
-     "\"year\":{\"type\":[\"string\",\"null\"]},"
-     "\"capacity\":{\"type\":[\"string\",\"null\"]},"
-     "\"condition\":{\"type\":[\"string\",\"null\"]},"
-     "\"imageUrl\":{\"type\":[\"string\",\"null\"]},"
-     "\"carrierId\":{\"type\":[\"string\",\"null\"]},"
-     "\"carrierPhoneNumber\":{\"type\":[\"string\",\"null\"]},"
-     "\"driverUserId\":{\"type\":[\"string\",\"null\"]},"
-     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"type\":\"null\"}]},"
-     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
-    "\"AvailableDriver\":{\"allOf\":["
-     "{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"properties\":{\"vehicle\":{\"anyOf\":["
-     "{\"$ref\":\"#/components/schemas/Vehicle\"},{\"type\":\"null\"}]}}}]},"
-    "\"TradeFlow\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"name\":{\"type\":\"string\"},"
-     "\"description\":{\"type\":\"string\"}}},"
-    "\"PersonAccount\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"accountId\":{\"type\":\"string\"},"
-     "\"accountBIC\":{\"type\":\"string\"},"
-     "\"accountType\":{\"type\":\"string\"},"
-     "\"accountName\":{\"type\":\"string\"},"
-     "\"currency\":{\"type\":\"string\"},"
-     "\"availableBalance\":{\"type\":\"number\"},"
-     "\"accountLimit\":{\"type\":\"number\"},"
-     "\"statusDescription\":{\"type\":\"string\"},"
-     "\"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"nubanOrIban\":{\"type\":\"string\"},"
-     "\"purpose\":{\"type\":\"string\"},"
-     "\"comment\":{\"type\":\"string\"},"
-     "\"status\":{\"type\":\"string\"},"
-     "\"productId\":{\"type\":\"string\"},"
-     "\"clientId\":{\"type\":\"string\"}}},"
-    "\"PersonDocument\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"type\":{\"type\":\"integer\"},"
-     "\"path\":{\"type\":\"string\"},"
-     "\"fileName\":{\"type\":\"string\"},"
-     "\"documentNumber\":{\"type\":\"string\"},"
-     "\"approved\":{\"type\":\"boolean\"}}},"
-    "\"BankAccount\":{\"type\":\"object\",\"properties\":{"
-     "\"accountName\":{\"type\":\"string\"},"
-     "\"accountNumber\":{\"type\":\"string\"},"
-     "\"bankName\":{\"type\":\"string\"}}},"
-    "\"BankTransfer\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"reference\":{\"type\":\"string\"},"
-     "\"amount\":{\"type\":\"number\"},"
-     "\"account\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
-     "\"beneficiary\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
-     "\"status\":{\"type\":\"string\"},"
-     "\"date\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"email\":{\"type\":\"string\"},"
-     "\"currency\":{\"type\":\"string\"}}},"
-    "\"CounterpartyAccount\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"account\":{\"type\":\"integer\"},"
-     "\"counterpartyType\":{\"type\":\"integer\"},"
-     "\"accountType\":{\"type\":\"integer\"},"
-     "\"bankCode\":{\"type\":[\"string\",\"null\"]},"
-     "\"bankName\":{\"type\":[\"string\",\"null\"]},"
-     "\"accountNumber\":{\"type\":[\"string\",\"null\"]},"
-     "\"accountName\":{\"type\":[\"string\",\"null\"]},"
-     "\"iban\":{\"type\":[\"string\",\"null\"]},"
-     "\"swiftCode\":{\"type\":[\"string\",\"null\"]},"
-     "\"bankAddress\":{\"type\":[\"string\",\"null\"]},"
-     "\"routingNumber\":{\"type\":[\"string\",\"null\"]},"
-     "\"merchantId\":{\"type\":\"string\"},"
-     "\"counterpartyId\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
-    "\"CounterpartyGroup\":{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\"},"
-     "\"merchantId\":{\"type\":\"string\"},"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"}}},"
-    "\"TaskSamplerAssigned\":{\"type\":\"object\",\"properties\":{"
-     "\"message\":{\"type\":\"string\"},"
-     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"samplerId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"status\":{\"const\":\"ASSIGNED\"}}},"
-    "\"TaskStatusUpdated\":{\"type\":\"object\",\"properties\":{"
-     "\"message\":{\"type\":\"string\"},"
-     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"status\":{\"enum\":[\"ACCEPTED\",\"REJECTED\",\"PENDING\"]},"
-     "\"samplerOrLaboratoryId\":{\"type\":\"string\","
-     "\"format\":\"uuid\"}}},"
-    "\"WebhookReceipt\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"integer\"},"
-     "\"duplicate\":{\"type\":\"boolean\"}}},"
-    "\"SaleAnswer\":{\"type\":\"object\","
-     "\"required\":[\"message\",\"data\",\"meta\"],\"properties\":{"
-     "\"message\":{\"type\":\"string\"},"
-     "\"data\":{\"type\":\"object\",\"description\":\"The sale after the "
-     "payment, every field of spec 2.12 (docs/api.md, The sale "
-     "document).\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"totalAmount\":{\"type\":\"number\"},"
-     "\"paymentStatus\":{\"enum\":[\"PENDING\",\"PARTIALLY_PAID\","
-     "\"PAID\"]},"
-     "\"sale\":{\"type\":\"object\"},"
-     "\"products\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}},"
-     "\"meta\":{\"type\":\"object\",\"properties\":{"
-     "\"currentPage\":{\"type\":\"integer\"},"
-     "\"from\":{\"type\":\"integer\"},\"to\":{\"type\":\"integer\"},"
-     "\"perPage\":{\"type\":\"integer\"},"
-     "\"total\":{\"type\":\"integer\"},"
-     "\"lastPage\":{\"type\":\"integer\"}}}}},"
-    "\"BusinessVerification\":{\"type\":\"object\",\"properties\":{"
-     "\"companyName\":{\"type\":\"string\"},"
-     "\"address\":{\"type\":\"string\"},"
-     "\"verificationStatus\":{\"enum\":[\"VERIFIED\","
-     "\"NAME_MISMATCH\"]}}},"
-    "\"Classifications\":{\"type\":\"object\",\"properties\":{"
-     "\"classifications\":{\"type\":\"array\",\"items\":{"
-     "\"type\":\"object\",\"properties\":{"
-     "\"group\":{\"type\":\"string\"},"
-     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}}}}"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}"
     "}";
 
 
-#define ngx_platform_openapi_schema(name)                                    \
-    "{\"$ref\":\"#/components/schemas/" name "\"}"
+/* by type; the last row, a string, is also any type not listed */
 
-#define ngx_platform_openapi_list(name)                                      \
-    "{\"type\":\"array\",\"items\":"                                         \
-    "{\"$ref\":\"#/components/schemas/" name "\"}}"
+static ngx_platform_openapi_type_t  ngx_platform_openapi_types[] = {
 
+    { NGX_PLATFORM_T_UUID, "string", "uuid", NULL, NULL },
+    { NGX_PLATFORM_T_INTEGER, "integer", NULL, NULL, NULL },
+    { NGX_PLATFORM_T_NUMBER, "number", NULL, NULL, NULL },
+    { NGX_PLATFORM_T_BOOLEAN, "boolean", NULL, NULL, NULL },
+    { NGX_PLATFORM_T_OBJECT, "object", NULL, NULL, NULL },
+    { NGX_PLATFORM_T_ARRAY, "array", NULL, NULL, NULL },
+    { NGX_PLATFORM_T_ENUM, "string", NULL, NULL, NULL },
+    { NGX_PLATFORM_T_DATE, "string", "date", NULL, NULL },
 
-static ngx_platform_openapi_answer_t  ngx_platform_openapi_otp_answers[] = {
-    { NGX_HTTP_BAD_REQUEST, "Invalid OTP Code.",
-      "The OTP code is not valid. Please check the code and try again." },
-    { NGX_HTTP_NOT_FOUND, "OTP Code not found.",
-      "The OTP code was not found." },
-    { 429, "Too many attempts.",
-      "Too many failed OTP attempts. Try again later." },
-    { 0, NULL, NULL }
-};
+    { NGX_PLATFORM_T_DATETIME, "string", NULL,
+      "^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}"
+      "(:[0-9]{2}(\\.[0-9]{1,9})?)?([Zz]|[+-][0-9]{2}:[0-9]{2})?)?$",
+      "An ISO 8601 date, or a date-time with an optional offset "
+      "(none: UTC)." },
 
+    { NGX_PLATFORM_T_IBAN, "string", NULL,
+      "^([A-Z]{2}[0-9]{2}[A-Z0-9]{11,30})?$",
+      "An IBAN (ISO 13616) in electronic format, or \"\": none." },
 
-static ngx_platform_openapi_answer_t
-    ngx_platform_openapi_products_answers[] =
-{
-    { NGX_HTTP_NOT_MODIFIED, NULL, NULL },
-    { 0, NULL, NULL }
-};
+    { NGX_PLATFORM_T_BIC, "string", NULL,
+      "^([A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?)?$",
+      "A BIC (ISO 9362), or \"\": none." },
 
-
-static ngx_platform_openapi_answer_t
-    ngx_platform_openapi_document_answers[] =
-{
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "fileName must not contain '/', '\\', control characters or "
-      "bidirectional formatting characters." },
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "base64 has an invalid character at position <n>." },
-    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
-      "The document must be at most <n> bytes once decoded." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_openapi_answer_t
-    ngx_platform_openapi_source_answers[] =
-{
-    { NGX_HTTP_NOT_FOUND, "Unknown webhook source.",
-      "No such source is configured." },
-    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
-      "The webhook-signature header is missing." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_openapi_answer_t
-    ngx_platform_openapi_payment_answers[] =
-{
-    { NGX_HTTP_NOT_FOUND, "Unknown payment method.",
-      "No such payment method is configured." },
-    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
-      "The webhook-signature header is missing." },
-    { 0, NULL, NULL }
-};
-
-
-static ngx_platform_openapi_answer_t
-    ngx_platform_openapi_identity_answers[] =
-{
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "rc_number or companyNumber is required." },
-    { NGX_HTTP_BAD_REQUEST, "Bad request.",
-      "rc_number and companyNumber differ." },
-    { 0, NULL, NULL }
+    /* NGX_PLATFORM_T_STRING */
+    { 0, "string", NULL, NULL, NULL }
 };
 
 
 /*
- * By endpoint (method and pattern, as in its family's table): the data
- * of its success and an example on the demo data (scripts/demo-data.sql).
+ * Every family of the registry is checked, used by a location or not: the
+ * document describes them all, and a row without its documentation is a
+ * defect of the build that any nginx -t should tell. Operator families
+ * ("*": every path of their location) are not in the document.
  */
 
-static ngx_platform_openapi_doc_t  ngx_platform_openapi_docs[] = {
+ngx_int_t
+ngx_platform_openapi_init(ngx_conf_t *cf)
+{
+    char                      *text;
+    size_t                     len;
+    json_t                    *doc, *schemas;
+    ngx_uint_t                 f;
+    ngx_platform_family_t     *family;
+    ngx_platform_endpoint_t   *ep;
+    ngx_platform_main_conf_t  *pmcf;
 
-    { NGX_HTTP_GET, "/validate-otp/{string:otpCode}",
-      "{\"type\":\"object\"}",
-      "{\"path\":{\"otpCode\":\"123456\"}}",
-      ngx_platform_openapi_otp_answers, 0, "OTP code validated" },
+    for (f = 0; ngx_platform_families[f]; f++) {
+        family = ngx_platform_families[f];
 
-    { NGX_HTTP_GET, "/api/v1/products/classifications",
-      ngx_platform_openapi_schema("Classifications"), NULL,
-      ngx_platform_openapi_products_answers, 1,
-      "Product classifications, with Cache-Control and ETag." },
+        for (ep = family->endpoints; ep->pattern; ep++) {
+            if (ep->pattern[0] != '*'
+                && ngx_platform_openapi_check(cf, family, ep) != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
 
-    { NGX_HTTP_GET, "/tms/delivery-orders/{uuid:deliveryOrderUuid}",
-      ngx_platform_openapi_schema("DeliveryOrder"),
-      "{\"path\":{\"deliveryOrderUuid\":"
-      "\"a1000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0, NULL },
+    /* the shapes too: each family's text parsed, each name one family's */
 
-    { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
-      ngx_platform_openapi_schema("Vehicle"),
-      "{\"path\":{\"id\":\"31000000-0000-4000-8000-000000000004\"},"
-      "\"body\":{\"colour\":\"blue\",\"year\":\"2021\","
-      "\"capacity\":\"1450.5\",\"assignDriver\":true,"
-      "\"driverUserId\":\"user-demo-driver-5\"}}",
-      NULL, 0, NULL },
+    schemas = ngx_platform_openapi_schemas(cf->log);
+    if (schemas == NULL) {
+        return NGX_ERROR;
+    }
 
-    { NGX_HTTP_GET, "/tms/drivers/available",
-      ngx_platform_openapi_list("AvailableDriver"),
-      "{\"query\":{\"vehicleType\":\"VAN\"}}",
-      NULL, 0, NULL },
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
 
-    { NGX_HTTP_PATCH,
-      "/tms/delivery-orders/{uuid:deliveryOrderUuid}/assign/"
-      "{string:driverId}",
-      "{\"type\":\"object\"}",
-      "{\"path\":{\"deliveryOrderUuid\":"
-      "\"a1000000-0000-4000-8000-000000000001\","
-      "\"driverId\":\"d1000000-0000-4000-8000-000000000005\"},"
-      "\"query\":{\"shippingFee\":2500}}",
-      NULL, 0, NULL },
+    if (pmcf->routes[ngx_platform_openapi_family.index] == NULL) {
+        json_decref(schemas);
+        return NGX_OK;
+    }
 
-    { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
-      ngx_platform_openapi_schema("PersonAccount"),
-      "{\"path\":{\"id\":\"b1000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0, NULL },
+    doc = ngx_platform_openapi_build(cf->log, schemas);
+    if (doc == NULL) {
+        return NGX_ERROR;
+    }
 
-    { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
-      ngx_platform_openapi_schema("PersonDocument"),
-      "{\"body\":{\"documentId\":\"71000000-0000-4000-8000-000000000002\","
-      "\"personId\":\"c1000000-0000-4000-8000-000000000001\","
-      "\"fileName\":\"bill.txt\",\"base64\":\"SGVsbG8sIHdvcmxkIQ==\"}}",
-      ngx_platform_openapi_document_answers, 0, NULL },
+    text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
 
-    { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
-      "{\"type\":\"string\",\"format\":\"uuid\"}",
-      "{\"path\":{\"id\":\"71000000-0000-4000-8000-000000000003\"}}",
-      NULL, 0, NULL },
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
 
-    { NGX_HTTP_GET, "/api/v{version}/BankTransfers/all-account",
-      ngx_platform_openapi_list("BankTransfer"),
-      "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
-      NULL, 0, NULL },
+    /* the configuration's: a reload builds the new one's */
 
-    { NGX_HTTP_POST, "/api/v{version}/BankTransfers/all-account",
-      ngx_platform_openapi_list("BankTransfer"),
-      "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
-      NULL, 0, NULL },
+    len = ngx_strlen(text);
 
-    { NGX_HTTP_DELETE, "/api/v{version}/InvoiceSetting/DeleteInvoiceTax",
-      NULL,
-      "{\"query\":{\"TaxSettingId\":"
-      "\"f1000000-0000-4000-8000-000000000003\"}}",
-      NULL, 0, NULL },
+    pmcf->openapi.data = ngx_pnalloc(cf->pool, len);
+    if (pmcf->openapi.data == NULL) {
+        free(text);
+        return NGX_ERROR;
+    }
 
-    { NGX_HTTP_PUT, "/api/v{version}/Counterparties/accounts",
-      ngx_platform_openapi_schema("CounterpartyAccount"),
-      "{\"body\":{\"id\":\"82000000-0000-4000-8000-000000000001\","
-      "\"bankName\":\"GTBank\"}}",
-      NULL, 0, NULL },
+    ngx_memcpy(pmcf->openapi.data, text, len);
+    pmcf->openapi.len = len;
 
-    { NGX_HTTP_POST, "/api/v{version}/Counterparties/groups",
-      ngx_platform_openapi_schema("CounterpartyGroup"),
-      "{\"body\":{\"name\":\"Cocoa buyers\",\"members\":[{\"counterpartyId\":"
-      "\"81000000-0000-4000-8000-000000000004\"}]}}",
-      NULL, 0, NULL },
+    free(text);
 
-    { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/assign-sampler",
-      ngx_platform_openapi_schema("TaskSamplerAssigned"),
-      "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000001\"},"
-      "\"headers\":{\"userId\":\"lab-admin-1\"},"
-      "\"body\":{\"samplerId\":\"51000000-0000-4000-8000-000000000002\","
-      "\"priority\":\"HIGH\",\"dueDate\":\"2099-12-01\","
-      "\"pickupAddress\":\"12 Ikorodu Road, Mile 12, Lagos\"}}",
-      NULL, 0, NULL },
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, cf->log, 0,
+                   "openapi: the document built, %uz bytes", len);
 
-    { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
-      ngx_platform_openapi_schema("TaskStatusUpdated"),
-      "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000002\"},"
-      "\"headers\":{\"userId\":\"sampler-user-1\"},"
-      "\"body\":{\"status\":\"ACCEPTED\",\"samplerOrLaboratoryId\":"
-      "\"51000000-0000-4000-8000-000000000001\"}}",
-      NULL, 0, NULL },
+    return NGX_OK;
+}
 
-    { NGX_HTTP_GET, "/api/v1/trades/process-flows",
-      ngx_platform_openapi_list("TradeFlow"),
-      "{\"query\":{\"name\":\"export\"}}",
-      NULL, 0, NULL },
 
-    { NGX_HTTP_POST, "/api/v1/webhooks/public/{string:source}/events",
-      ngx_platform_openapi_schema("WebhookReceipt"),
-      "{\"path\":{\"source\":\"source-a\"},"
-      "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
-      ngx_platform_openapi_source_answers, 0,
-      "Event received." },
+/* what the document needs of an endpoint beyond its row */
 
-    { NGX_HTTP_POST, "/api/webhooks/public/{string:source}/events",
-      ngx_platform_openapi_schema("WebhookReceipt"),
-      "{\"path\":{\"source\":\"source-b\"},"
-      "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
-      ngx_platform_openapi_source_answers, 0,
-      "Event received." },
+static ngx_int_t
+ngx_platform_openapi_check(ngx_conf_t *cf, ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep)
+{
+    u_char               method[8];
+    ngx_uint_t           i;
+    const char          *name, *fault;
+    json_error_t         error;
+    ngx_platform_doc_t  *doc;
 
-    { NGX_HTTP_POST, "/webhooks/{string:paymentmethod}",
-      ngx_platform_openapi_schema("WebhookReceipt"),
-      "{\"path\":{\"paymentmethod\":\"card\"},"
-      "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",
-      ngx_platform_openapi_payment_answers, 0,
-      "Event received." },
+    doc = ep->doc;
 
-    { NGX_HTTP_PATCH, "/sales/transactions",
-      ngx_platform_openapi_schema("SaleAnswer"),
-      "{\"body\":{\"saleId\":\"aa100000-0000-4000-8000-000000000001\","
-      "\"transactionReference\":\"PAY-DEMO-1\",\"amount\":2500.5,"
-      "\"paymentMethod\":\"TRANSFER\"}}",
-      NULL, 0, NULL },
+    error.text[0] = '\0';
 
-    { NGX_HTTP_POST,
-      "/api/v{version}/Identity/verification/business-credit-bureau",
-      ngx_platform_openapi_schema("BusinessVerification"),
-      "{\"body\":{\"rc_number\":\"RC100001\","
-      "\"customer_name\":\"Demo Foods Limited\"}}",
-      ngx_platform_openapi_identity_answers, 0, NULL },
+    if (doc == NULL) {
+        fault = "has no documentation (ngx_platform_doc_t)";
 
-    { 0, NULL, NULL, NULL, NULL, 0, NULL }
-};
+    } else if (doc->data == NULL
+               && !(ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_EMPTY))
+    {
+        fault = "has no success data shape";
+
+    } else if (doc->example == NULL) {
+        fault = "has no example";
+
+    } else if (doc->data && !ngx_platform_openapi_is_object(doc->data, &error))
+    {
+        fault = "has a success data shape that is not a JSON object: ";
+
+    } else if (!ngx_platform_openapi_is_object(doc->example, &error)) {
+        fault = "has an example that is not a JSON object: ";
+
+    } else {
+        return NGX_OK;
+    }
+
+    /* "GET", as the method is written */
+
+    name = ngx_platform_openapi_method(ep->method);
+
+    for (i = 0; name && name[i] && i < sizeof(method) - 1; i++) {
+        method[i] = ngx_toupper(name[i]);
+    }
+
+    method[i] = '\0';
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "platform_openapi: the endpoint %s \"%s\" of platform_%V "
+                  "%s%s", method, ep->pattern, &family->name, fault,
+                  error.text);
+
+    return NGX_ERROR;
+}
+
+
+/* JSON text of an object; else why not in error->text */
+
+static ngx_uint_t
+ngx_platform_openapi_is_object(const char *text, json_error_t *error)
+{
+    json_t      *v;
+    ngx_uint_t   object;
+
+    v = json_loads(text, 0, error);
+    if (v == NULL) {
+        return 0;
+    }
+
+    object = json_is_object(v);
+
+    if (!object) {
+        ngx_cpystrn((u_char *) error->text, (u_char *) "another JSON value",
+                    JSON_ERROR_TEXT_LENGTH);
+    }
+
+    json_decref(v);
+
+    return object;
+}
 
 
 static ngx_int_t
 ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char     *body, *p, c;
-    char       *text;
-    size_t      len;
-    json_t     *doc;
-    ngx_str_t   host, scheme;
-    ngx_uint_t  i;
+    u_char                    *body, *p, c;
+    ngx_str_t                  host, scheme, *text;
+    ngx_uint_t                 i;
+    ngx_platform_main_conf_t  *pmcf;
 
-    if (ngx_platform_openapi_text.len == 0) {
-        doc = ngx_platform_openapi_build(r->connection->log);
-        if (doc == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+    text = &pmcf->openapi;
 
-        text = json_dumps(doc, JSON_COMPACT);
-        json_decref(doc);
-
-        if (text == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        /* kept for the worker's life: the cycle's pool */
-
-        len = ngx_strlen(text);
-
-        p = ngx_pnalloc(ngx_cycle->pool, len);
-        if (p == NULL) {
-            free(text);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_memcpy(p, text, len);
-        free(text);
-
-        ngx_platform_openapi_text.data = p;
-        ngx_platform_openapi_text.len = len;
-
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "openapi: the document built, %uz bytes", len);
+    if (text->len == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     /*
@@ -623,7 +424,7 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     body = ngx_pnalloc(r->pool, sizeof("{\"openapi\":\"3.1.0\","
                                        "\"servers\":[{\"url\":\"/\"}],")
                                 + scheme.len + host.len
-                                + ngx_platform_openapi_text.len);
+                                + text->len);
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -640,61 +441,66 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     p = ngx_cpymem(p, "/\"}],", sizeof("/\"}],") - 1);
 
     /* the document past its "{" */
-    p = ngx_cpymem(p, ngx_platform_openapi_text.data + 1,
-                   ngx_platform_openapi_text.len - 1);
+    p = ngx_cpymem(p, text->data + 1, text->len - 1);
 
     return ngx_platform_send_raw(r, NGX_HTTP_OK, body, p - body);
 }
 
 
-/* the document, every family of the registry */
+/* the document, every family of the registry, with their shapes (stolen) */
 
 static json_t *
-ngx_platform_openapi_build(ngx_log_t *log)
+ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas)
 {
-    json_t                      *doc, *paths, *names, *components, *schemas;
-    json_t                      *v;
-    ngx_uint_t                   f;
-    json_error_t                 error;
-    ngx_platform_family_t       *family;
-    ngx_platform_endpoint_t     *ep;
-    ngx_platform_openapi_doc_t  *d;
+    json_t  *paths, *components;
 
-    schemas = json_loads(ngx_platform_openapi_schemas, 0, &error);
-    if (schemas == NULL) {
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      "openapi: schemas: %s at %d", error.text,
-                      error.position);
+    components = ngx_platform_openapi_components(schemas);
+    if (components == NULL) {
         return NULL;
     }
 
-    doc = json_object();
-    paths = json_object();
-    names = json_object();
-    components = json_object();
-
-    if (doc == NULL || paths == NULL || names == NULL || components == NULL)
-    {
-        goto failed;
+    paths = ngx_platform_openapi_paths(log);
+    if (paths == NULL) {
+        json_decref(components);
+        return NULL;
     }
 
-    json_object_set_new(doc, "info", json_pack(
-        "{s:s, s:s, s:s}",
-        "title", "ngx_platform API",
-        "version", "1",
-        "description",
-        "The platform API served by ngx_platform, generated from the "
-        "endpoint tables and body schemas the module enforces. Every "
-        "response carries X-Request-Id. A known path asked with a method "
-        "it does not serve is 405 with an Allow header, an unknown path "
-        "inside a location of the module 404, in the family's envelope. "
-        "Envelope A operations answer in French with Accept-Language: fr. "
-        "Each location's platform_auth may replace an operation's "
-        "credentials. The examples use the demo data "
-        "(scripts/demo-data.sql); bearer tokens for its tenant-demo: "
-        "scripts/dev token."));
+    return json_pack("{s:{s:s, s:s, s:s}, s:o, s:o}",
+        "info",
+          "title", "ngx_platform API",
+          "version", "1",
+          "description",
+          "The platform API served by ngx_platform, generated from the "
+          "endpoint tables and body schemas the module enforces. Every "
+          "response carries X-Request-Id. A known path asked with a method "
+          "it does not serve is 405 with an Allow header, an unknown path "
+          "inside a location of the module 404, in the family's envelope. "
+          "Envelope A operations answer in French with Accept-Language: "
+          "fr. Each location's platform_auth may replace an operation's "
+          "credentials. The examples use the demo data "
+          "(scripts/demo-data.sql); bearer tokens for its tenant-demo: "
+          "scripts/dev token.",
+        "paths", paths,
+        "components", components);
+}
 
-    json_object_set_new(doc, "paths", paths);
+
+/* every endpoint's operations, by path template */
+
+static json_t *
+ngx_platform_openapi_paths(ngx_log_t *log)
+{
+    json_t                   *paths, *names;
+    ngx_uint_t                f;
+    ngx_platform_family_t    *family;
+    ngx_platform_endpoint_t  *ep;
+
+    paths = json_object();
+    names = json_object();    /* the operationIds taken */
+
+    if (paths == NULL || names == NULL) {
+        goto failed;
+    }
 
     for (f = 0; ngx_platform_families[f]; f++) {
         family = ngx_platform_families[f];
@@ -709,183 +515,240 @@ ngx_platform_openapi_build(ngx_log_t *log)
             if (ngx_platform_openapi_endpoint(paths, names, family, ep)
                 != NGX_OK)
             {
-                ngx_log_error(NGX_LOG_ALERT, log, 0,
-                              "openapi: \"%s\" of platform_%V failed",
+                ngx_log_error(NGX_LOG_EMERG, log, 0,
+                              "platform_openapi: the document of the "
+                              "endpoint \"%s\" of platform_%V failed",
                               ep->pattern, &family->name);
                 goto failed;
             }
         }
     }
 
-    /* what is written here of an endpoint no table has any more */
-
-    for (d = ngx_platform_openapi_docs; d->pattern; d++) {
-        for (f = 0; ngx_platform_families[f]; f++) {
-            for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++)
-            {
-                if (ngx_platform_openapi_doc(ep) == d) {
-                    goto found;
-                }
-            }
-        }
-
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      "openapi: no endpoint \"%s\" for its description",
-                      d->pattern);
-    found:
-        continue;
-    }
-
-    json_object_set_new(components, "schemas", schemas);
-    schemas = NULL;
-
-    json_object_set_new(components, "securitySchemes", json_pack(
-        "{s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:s, s:s}}",
-        "bearerAuth",
-          "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
-          "description", "A JWT whose tenantId claim is the caller's tenant "
-                         "(sub: the user, merchantId: the merchant).",
-        "apiKey",
-          "type", "apiKey", "in", "header", "name", "apiKey",
-          "description", "An API key plk_<id>.<secret> made with "
-                         "scripts/apikey."));
-
-    v = json_pack("{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s}",
-                  "name", "tenantId", "in", "header", "required", 1,
-                  "description", "The caller's tenant; with a credential "
-                                 "it must be the credential's tenant.",
-                  "schema", "type", "string", "minLength", 1,
-                  "maxLength", 128, "pattern", "^[!-9;-~]+$",
-                  "example", "tenant-demo");
-
-    json_object_set_new(components, "parameters", json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-        "tenantId", v,
-        "tenantIdOptional", json_pack(
-            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s}",
-            "name", "tenantId", "in", "header", "required", 0,
-            "description", "Optional: the tenant comes from the "
-                           "credentials; when sent it must be theirs.",
-            "schema", "type", "string", "minLength", 1, "maxLength", 128,
-            "pattern", "^[!-9;-~]+$",
-            "example", "tenant-demo"),
-        "countryCode", json_pack(
-            "{s:s, s:s, s:b, s:{s:s, s:i, s:i, s:s}, s:s}",
-            "name", "countryCode", "in", "header", "required", 1,
-            "schema", "type", "string", "minLength", 1, "maxLength", 128,
-            "pattern", "^[!-9;-~]+$",
-            "example", "NG"),
-        "countryCodeOptional", json_pack(
-            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:s}, s:s}",
-            "name", "countryCode", "in", "header", "required", 0,
-            "description", "When sent, only the country's rows are "
-                           "visible.",
-            "schema", "type", "string", "maxLength", 128,
-            "pattern", "^[!-9;-~]*$",
-            "example", "NG"),
-        "userId", json_pack(
-            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s}",
-            "name", "userId", "in", "header", "required", 1,
-            "description", "Who makes the change.",
-            "schema", "type", "string", "minLength", 1, "maxLength", 128,
-            "pattern", "^[!-9;-~]+$",
-            "example", "lab-admin-1"),
-        "acceptLanguage", json_pack(
-            "{s:s, s:s, s:b, s:s, s:{s:s}, s:s}",
-            "name", "Accept-Language", "in", "header", "required", 0,
-            "description", "fr...: messages in French; else English.",
-            "schema", "type", "string",
-            "example", "fr"),
-        "requestId", json_pack(
-            "{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}}",
-            "name", "X-Request-Id", "in", "header", "required", 0,
-            "description", "Echoed in X-Request-Id and the error log; "
-                           "else one is made.",
-            "schema", "type", "string", "minLength", 1, "maxLength", 64,
-            "pattern", "^[A-Za-z0-9._:-]+$")));
-
-    json_object_set_new(components, "headers", json_pack(
-        "{s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}},"
-        " s:{s:s, s:{s:s}}}",
-        "X-Request-Id",
-          "description", "The request's id.", "schema", "type", "string",
-        "Retry-After",
-          "description", "Seconds to wait before a retry.",
-          "schema", "type", "string",
-        "WWW-Authenticate",
-          "description", "Bearer, or Bearer error=\"invalid_token\" "
-                         "with why.",
-          "schema", "type", "string",
-        "Content-Language",
-          "description", "en or fr.", "schema", "type", "string"));
-
-    json_object_set_new(doc, "components", components);
-
     json_decref(names);
 
-    return doc;
+    return paths;
 
 failed:
 
-    json_decref(schemas);
-    json_decref(doc);
     json_decref(paths);
     json_decref(names);
-    json_decref(components);
 
     return NULL;
 }
 
 
-/* one operation, and its HEAD when the GET has one */
+/* the shapes (stolen), credentials, headers and responses' headers */
+
+static json_t *
+ngx_platform_openapi_components(json_t *schemas)
+{
+    return json_pack(
+        "{s:o, s:{s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:s, s:s}}, s:o,"
+        " s:{s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}},"
+        " s:{s:s, s:{s:s}}}}",
+
+        "schemas", schemas,
+
+        "securitySchemes",
+          "bearerAuth",
+            "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
+            "description", "A JWT whose tenantId claim is the caller's "
+                           "tenant (sub: the user, merchantId: the "
+                           "merchant).",
+          "apiKey",
+            "type", "apiKey", "in", "header", "name", "apiKey",
+            "description", "An API key plk_<id>.<secret> made with "
+                           "scripts/apikey.",
+
+        "parameters", ngx_platform_openapi_header_parameters(),
+
+        "headers",
+          "X-Request-Id",
+            "description", "The request's id.", "schema", "type", "string",
+          "Retry-After",
+            "description", "Seconds to wait before a retry.",
+            "schema", "type", "string",
+          "WWW-Authenticate",
+            "description", "Bearer, or Bearer error=\"invalid_token\" "
+                           "with why.",
+            "schema", "type", "string",
+          "Content-Language",
+            "description", "en or fr.", "schema", "type", "string");
+}
+
+
+/* the headers the core reads, as components.parameters */
+
+static json_t *
+ngx_platform_openapi_header_parameters(void)
+{
+    return json_pack(
+        "{s:{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s},"
+        " s:{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:s},"
+        " s:{s:s, s:s, s:b, s:{s:s, s:i, s:i, s:s}, s:s},"
+        " s:{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:s}, s:s},"
+        " s:o,"
+        " s:{s:s, s:s, s:b, s:s, s:{s:s}, s:s},"
+        " s:{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}}}",
+
+        "tenantId",
+          "name", "tenantId", "in", "header", "required", 1,
+          "description", "The caller's tenant; with a credential it must "
+                         "be the credential's tenant.",
+          "schema", "type", "string", "minLength", 1, "maxLength", 128,
+          "pattern", "^[!-9;-~]+$",
+          "example", "tenant-demo",
+
+        "tenantIdOptional",
+          "name", "tenantId", "in", "header", "required", 0,
+          "description", "Optional: the tenant comes from the "
+                         "credentials; when sent it must be theirs.",
+          "schema", "type", "string", "minLength", 1, "maxLength", 128,
+          "pattern", "^[!-9;-~]+$",
+          "example", "tenant-demo",
+
+        "countryCode",
+          "name", "countryCode", "in", "header", "required", 1,
+          "schema", "type", "string", "minLength", 1, "maxLength", 128,
+          "pattern", "^[!-9;-~]+$",
+          "example", "NG",
+
+        "countryCodeOptional",
+          "name", "countryCode", "in", "header", "required", 0,
+          "description", "When sent, only the country's rows are "
+                         "visible.",
+          "schema", "type", "string", "maxLength", 128,
+          "pattern", "^[!-9;-~]*$",
+          "example", "NG",
+
+        "userId", ngx_platform_openapi_user(json_string("lab-admin-1")),
+
+        "acceptLanguage",
+          "name", "Accept-Language", "in", "header", "required", 0,
+          "description", "fr...: messages in French; else English.",
+          "schema", "type", "string",
+          "example", "fr",
+
+        "requestId",
+          "name", "X-Request-Id", "in", "header", "required", 0,
+          "description", "Echoed in X-Request-Id and the error log; else "
+                         "one is made.",
+          "schema", "type", "string", "minLength", 1, "maxLength", 64,
+          "pattern", "^[A-Za-z0-9._:-]+$");
+}
+
+
+/* the error envelopes, then the shapes of every family */
+
+static json_t *
+ngx_platform_openapi_schemas(ngx_log_t *log)
+{
+    json_t                 *schemas;
+    ngx_uint_t              f;
+    json_error_t            error;
+    ngx_platform_family_t  *family;
+
+    schemas = json_loads(ngx_platform_openapi_envelopes, 0, &error);
+    if (schemas == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
+                      "platform_openapi: the error envelopes: %s at %d",
+                      error.text, error.position);
+        return NULL;
+    }
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        family = ngx_platform_families[f];
+
+        if (family->schemas
+            && ngx_platform_openapi_schemas_add(schemas, family, log)
+               != NGX_OK)
+        {
+            json_decref(schemas);
+            return NULL;
+        }
+    }
+
+    return schemas;
+}
+
+
+/* a family's shapes among the document's: each name is one family's */
+
+static ngx_int_t
+ngx_platform_openapi_schemas_add(json_t *schemas,
+    ngx_platform_family_t *family, ngx_log_t *log)
+{
+    json_t        *own, *v;
+    const char    *name;
+    json_error_t   error;
+
+    own = json_loads(family->schemas, 0, &error);
+    if (own == NULL || !json_is_object(own)) {
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
+                      "platform_openapi: the schemas of platform_%V are "
+                      "not a JSON object: %s", &family->name,
+                      own ? "another JSON value" : error.text);
+        json_decref(own);
+        return NGX_ERROR;
+    }
+
+    json_object_foreach(own, name, v) {
+        if (json_object_get(schemas, name)) {
+            ngx_log_error(NGX_LOG_EMERG, log, 0,
+                          "platform_openapi: the schema \"%s\" of "
+                          "platform_%V is another's already",
+                          name, &family->name);
+            json_decref(own);
+            return NGX_ERROR;
+        }
+
+        json_object_set(schemas, name, v);
+    }
+
+    json_decref(own);
+
+    return NGX_OK;
+}
+
+
+/*
+ * One operation, and its HEAD when the GET has one. Its documentation is
+ * there: ngx_platform_openapi_check() has seen it.
+ */
 
 static ngx_int_t
 ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
     ngx_platform_family_t *family, ngx_platform_endpoint_t *ep)
 {
-    char                           *template;
-    json_t                         *item, *op, *params, *responses, *res;
-    json_t                         *example, *body, *security, *v, *head;
-    json_t                         *content, *schema, *examples, *headers;
-    const char                     *key, *method, *sep;
-    ngx_uint_t                      i, s, n, auth, required;
-    json_error_t                    error;
-    ngx_platform_field_t           *f;
-    ngx_platform_openapi_doc_t     *doc;
-    ngx_platform_openapi_error_t   *err;
-    ngx_platform_openapi_errors_t   errors;
-    u_char                          text[4096], *p, *last;
-    u_char                          name[16];
+    json_t        *item, *op, *params, *example, *v;
+    const char    *method, *template;
+    json_error_t   error;
 
     method = ngx_platform_openapi_method(ep->method);
     if (method == NULL) {
         return NGX_ERROR;
     }
 
-    doc = ngx_platform_openapi_doc(ep);
-
-    example = NULL;
-
-    if (doc && doc->example) {
-        example = json_loads(doc->example, 0, &error);
-        if (example == NULL) {
-            return NGX_ERROR;
-        }
+    example = json_loads(ep->doc->example, 0, &error);
+    if (example == NULL) {
+        return NGX_ERROR;
     }
 
-    op = json_object();
+    op = ngx_platform_openapi_operation(family, ep, method, names);
     params = json_array();
 
     if (op == NULL || params == NULL) {
-        return NGX_ERROR;
+        goto failed;
     }
+
+    /* the path's parameters first, then the headers and the query's */
 
     v = ngx_platform_openapi_path(ep, params, example);
     if (v == NULL) {
-        return NGX_ERROR;
+        goto failed;
     }
 
-    template = (char *) json_string_value(v);
+    template = json_string_value(v);
 
     item = json_object_get(paths, template);
     if (item == NULL) {
@@ -895,21 +758,93 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
 
     json_decref(v);
 
-    json_object_set_new(op, "tags",
-                        json_pack("[s#]", family->name.data,
-                                  (int) family->name.len));
-
-    json_object_set_new(op, "operationId",
-                        ngx_platform_openapi_operation_id(ep, method, names));
-
-    if (ep->sql && ep->sql->ok) {
-        json_object_set_new(op, "summary", json_string(ep->sql->ok));
-
-    } else if (doc && doc->ok) {
-        json_object_set_new(op, "summary", json_string(doc->ok));
+    if (item == NULL
+        || ngx_platform_openapi_parameters(params, family, ep, example)
+           != NGX_OK)
+    {
+        goto failed;
     }
 
-    /* the tenancy headers, as the core requires them */
+    json_object_set_new(op, "parameters", params);
+    params = NULL;
+
+    json_object_set_new(op, "security", ngx_platform_openapi_security(ep));
+
+    if (ep->body) {
+        v = ngx_platform_openapi_request_body(ep, example);
+        if (v == NULL) {
+            goto failed;
+        }
+
+        json_object_set_new(op, "requestBody", v);
+    }
+
+    v = ngx_platform_openapi_responses(family, ep);
+    if (v == NULL) {
+        goto failed;
+    }
+
+    json_object_set_new(op, "responses", v);
+
+    /* a HEAD is a GET without the body, unless the GET changes state */
+
+    if (ep->method == NGX_HTTP_GET && !(ep->inputs & NGX_PLATFORM_IN_NO_HEAD))
+    {
+        json_object_set_new(item, "head",
+                            ngx_platform_openapi_head(op, ep, names));
+    }
+
+    json_object_set_new(item, method, op);
+
+    json_decref(example);
+
+    return NGX_OK;
+
+failed:
+
+    json_decref(op);
+    json_decref(params);
+    json_decref(example);
+
+    return NGX_ERROR;
+}
+
+
+/* the operation's tag (its family), operationId and summary */
+
+static json_t *
+ngx_platform_openapi_operation(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, const char *method, json_t *names)
+{
+    json_t      *op;
+    const char  *summary;
+
+    op = json_pack("{s:[s#], s:o}",
+                   "tags", family->name.data, (int) family->name.len,
+                   "operationId",
+                   ngx_platform_openapi_operation_id(ep, method, names));
+    if (op == NULL) {
+        return NULL;
+    }
+
+    summary = (ep->sql && ep->sql->ok) ? ep->sql->ok : ep->doc->ok;
+
+    if (summary) {
+        json_object_set_new(op, "summary", json_string(summary));
+    }
+
+    return op;
+}
+
+
+/* the headers the core requires of the endpoint, then its query's */
+
+static ngx_int_t
+ngx_platform_openapi_parameters(json_t *params, ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, json_t *example)
+{
+    json_t      *user;
+    ngx_uint_t   auth, required;
 
     auth = ep->auth;
 
@@ -926,48 +861,61 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
 
     if (ep->inputs & NGX_PLATFORM_IN_COUNTRY) {
         json_array_append_new(params,
-                          ngx_platform_openapi_ref("parameters",
-                                                   "countryCode"));
+                              ngx_platform_openapi_ref("parameters",
+                                                       "countryCode"));
 
     } else if (ep->inputs & NGX_PLATFORM_IN_COUNTRY_OPT) {
         json_array_append_new(params,
-                          ngx_platform_openapi_ref("parameters",
-                                                   "countryCodeOptional"));
+                              ngx_platform_openapi_ref("parameters",
+                                                       "countryCodeOptional"));
     }
 
     if (ep->inputs & NGX_PLATFORM_IN_USER) {
-        v = ngx_platform_openapi_ref("parameters", "userId");
+        user = json_object_get(json_object_get(example, "headers"), "userId");
 
-        if (example && json_object_get(json_object_get(example, "headers"),
-                                       "userId"))
-        {
-            /* an example of this operation's own: a parameter of it */
-            json_decref(v);
-            v = json_pack("{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:O}",
-                          "name", "userId", "in", "header", "required", 1,
-                          "description", "Who makes the change.",
-                          "schema", "type", "string", "minLength", 1,
-                          "maxLength", 128, "pattern", "^[!-9;-~]+$",
-                          "example",
-                          json_object_get(json_object_get(example,
-                                                          "headers"),
-                                          "userId"));
-        }
+        /* an example of this operation's own: a parameter of its own */
 
-        json_array_append_new(params, v);
+        json_array_append_new(params,
+                              user ? ngx_platform_openapi_user(
+                                         json_incref(user))
+                                   : ngx_platform_openapi_ref("parameters",
+                                                              "userId"));
     }
 
     if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
         json_array_append_new(params,
-                          ngx_platform_openapi_ref("parameters",
-                                                   "acceptLanguage"));
+                              ngx_platform_openapi_ref("parameters",
+                                                       "acceptLanguage"));
     }
 
     json_array_append_new(params,
                           ngx_platform_openapi_ref("parameters",
                                                    "requestId"));
 
-    /* the query arguments */
+    return ngx_platform_openapi_query(params, ep, example);
+}
+
+
+/* the userId header with an example (stolen) */
+
+static json_t *
+ngx_platform_openapi_user(json_t *example)
+{
+    return json_pack("{s:s, s:s, s:b, s:s, s:{s:s, s:i, s:i, s:s}, s:o}",
+                     "name", "userId", "in", "header", "required", 1,
+                     "description", "Who makes the change.",
+                     "schema", "type", "string", "minLength", 1,
+                     "maxLength", 128, "pattern", "^[!-9;-~]+$",
+                     "example", example);
+}
+
+
+static ngx_int_t
+ngx_platform_openapi_query(json_t *params, ngx_platform_endpoint_t *ep,
+    json_t *example)
+{
+    json_t                *schema, *param, *v;
+    ngx_platform_field_t  *f;
 
     for (f = ep->query; f && f->name; f++) {
         schema = ngx_platform_openapi_field(f, 1);
@@ -975,232 +923,113 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
             return NGX_ERROR;
         }
 
-        v = json_pack("{s:s, s:s, s:b, s:o}", "name", f->name,
-                      "in", "query",
-                      "required", (f->flags & NGX_PLATFORM_F_REQUIRED) != 0,
-                      "schema", schema);
-
-        if (example
-            && json_object_get(json_object_get(example, "query"), f->name))
-        {
-            json_object_set(v, "example",
-                            json_object_get(json_object_get(example,
-                                                            "query"),
-                                            f->name));
-        }
-
-        json_array_append_new(params, v);
-    }
-
-    json_object_set_new(op, "parameters", params);
-
-    /* the credentials: one requirement, every scheme of it at once */
-
-    security = json_object();
-
-    if (auth & NGX_PLATFORM_AUTH_BEARER) {
-        json_object_set_new(security, "bearerAuth", json_array());
-    }
-
-    if (auth & NGX_PLATFORM_AUTH_APIKEY) {
-        json_object_set_new(security, "apiKey", json_array());
-    }
-
-    if (json_object_size(security)) {
-        json_object_set_new(op, "security", json_pack("[o]", security));
-
-    } else {
-        json_decref(security);
-        json_object_set_new(op, "security", json_array());
-    }
-
-    /* the body */
-
-    if (ep->body) {
-        schema = ngx_platform_openapi_object(ep->body);
-        if (schema == NULL) {
+        param = json_pack("{s:s, s:s, s:b, s:o}", "name", f->name,
+                          "in", "query",
+                          "required",
+                          (f->flags & NGX_PLATFORM_F_REQUIRED) != 0,
+                          "schema", schema);
+        if (param == NULL) {
             return NGX_ERROR;
         }
 
-        if (ep->body->name == NULL) {
-            json_object_set_new(schema, "description",
-                                json_string("Any JSON object."));
+        v = json_object_get(json_object_get(example, "query"), f->name);
+        if (v) {
+            json_object_set(param, "example", v);
         }
 
-        content = json_pack("{s:o}", "schema", schema);
-
-        body = example ? json_object_get(example, "body") : NULL;
-        if (body) {
-            json_object_set(content, "example", body);
-        }
-
-        json_object_set_new(op, "requestBody", json_pack(
-            "{s:b, s:s, s:{s:o}}",
-            "required", 1,
-            "description", "A JSON object (application/json; text/json, "
-                           "text/plain or no Content-Type are read as "
-                           "JSON too). Unknown fields are ignored.",
-            "content", "application/json", content));
+        json_array_append_new(params, param);
     }
-
-    /* the answers, by status */
-
-    responses = json_object();
-
-    v = ngx_platform_openapi_success(family, ep, doc);
-    if (v == NULL) {
-        return NGX_ERROR;
-    }
-
-    json_object_set_new(responses, "200", v);
-
-    errors.n = 0;
-
-    ngx_platform_openapi_errors(family, ep, doc, &errors);
-
-    for (s = 100; s < 600; s++) {
-
-        n = 0;
-        examples = json_object();
-        p = text;
-        last = text + sizeof(text) - 1;
-
-        for (i = 0; i < errors.n; i++) {
-            err = &errors.errors[i];
-
-            if (err->status != s) {
-                continue;
-            }
-
-            if (err->message == NULL) {
-                /* a status without a body: 304 */
-                n++;
-                continue;
-            }
-
-            sep = (p == text) ? "" : "; ";
-
-            if (ngx_strcmp(err->message, err->detail) == 0) {
-                p = ngx_slprintf(p, last, "%s%s", sep, err->message);
-
-            } else {
-                p = ngx_slprintf(p, last, "%s%s (%s)", sep, err->message,
-                                 err->detail);
-            }
-
-            ngx_snprintf(name, sizeof(name), "e%ui%Z", ++n);
-
-            json_object_set_new(examples, (char *) name,
-                                json_pack("{s:s, s:o}",
-                                          "summary", err->message,
-                                          "value",
-                                          ngx_platform_openapi_error_body(
-                                              family->envelope, err)));
-        }
-
-        if (n == 0) {
-            json_decref(examples);
-            continue;
-        }
-
-        *p = '\0';
-
-        headers = json_pack("{s:o}", "X-Request-Id",
-                            ngx_platform_openapi_ref("headers",
-                                                     "X-Request-Id"));
-
-        if (s == NGX_HTTP_SERVICE_UNAVAILABLE || s == 429) {
-            json_object_set_new(headers, "Retry-After",
-                                ngx_platform_openapi_ref("headers",
-                                                         "Retry-After"));
-        }
-
-        if (s == NGX_HTTP_UNAUTHORIZED) {
-            json_object_set_new(headers, "WWW-Authenticate",
-                                ngx_platform_openapi_ref("headers",
-                                                         "WWW-Authenticate"));
-        }
-
-        if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
-            json_object_set_new(headers, "Content-Language",
-                                ngx_platform_openapi_ref("headers",
-                                                         "Content-Language"));
-        }
-
-        if (json_object_size(examples) == 0) {
-            json_decref(examples);
-
-            res = json_pack("{s:s, s:o}",
-                            "description", s == NGX_HTTP_NOT_MODIFIED
-                                ? "Not modified: If-None-Match holds the "
-                                  "ETag." : "No body.",
-                            "headers", headers);
-
-        } else {
-            key = (family->envelope == NGX_PLATFORM_ENVELOPE_A)
-                  ? "EnvelopeAError"
-                  : (family->envelope == NGX_PLATFORM_ENVELOPE_SALES)
-                    ? "SalesError" : "EnvelopeBError";
-
-            res = json_pack("{s:s, s:o, s:{s:{s:o, s:o}}}",
-                            "description", text,
-                            "headers", headers,
-                            "content", "application/json",
-                              "schema", ngx_platform_openapi_ref("schemas",
-                                                                 key),
-                              "examples", examples);
-        }
-
-        p = ngx_sprintf(text, "%ui%Z", s);
-        json_object_set_new(responses, (char *) text, res);
-    }
-
-    json_object_set_new(op, "responses", responses);
-
-    /* a HEAD is a GET without the body, unless the GET changes state */
-
-    if (ep->method == NGX_HTTP_GET && !(ep->inputs & NGX_PLATFORM_IN_NO_HEAD))
-    {
-        head = json_deep_copy(op);
-
-        json_object_set_new(head, "operationId",
-                            ngx_platform_openapi_operation_id(ep, "head",
-                                                              names));
-        json_object_set_new(head, "summary",
-                            json_string("The GET's headers, without its "
-                                        "body."));
-
-        responses = json_object_get(head, "responses");
-
-        json_object_foreach(responses, key, res) {
-            json_object_del(res, "content");
-        }
-
-        json_object_set_new(item, "head", head);
-    }
-
-    json_object_set_new(item, method, op);
-
-    json_decref(example);
 
     return NGX_OK;
 }
 
 
-static ngx_platform_openapi_doc_t *
-ngx_platform_openapi_doc(ngx_platform_endpoint_t *ep)
-{
-    ngx_platform_openapi_doc_t  *doc;
+/* the credentials: one requirement, every scheme of it at once */
 
-    for (doc = ngx_platform_openapi_docs; doc->pattern; doc++) {
-        if (doc->method == ep->method
-            && ngx_strcmp(doc->pattern, ep->pattern) == 0)
-        {
-            return doc;
-        }
+static json_t *
+ngx_platform_openapi_security(ngx_platform_endpoint_t *ep)
+{
+    json_t  *security;
+
+    security = json_object();
+
+    if (ep->auth & NGX_PLATFORM_AUTH_BEARER) {
+        json_object_set_new(security, "bearerAuth", json_array());
     }
 
-    return NULL;
+    if (ep->auth & NGX_PLATFORM_AUTH_APIKEY) {
+        json_object_set_new(security, "apiKey", json_array());
+    }
+
+    if (json_object_size(security) == 0) {
+        json_decref(security);
+        return json_array();
+    }
+
+    return json_pack("[o]", security);
+}
+
+
+static json_t *
+ngx_platform_openapi_request_body(ngx_platform_endpoint_t *ep,
+    json_t *example)
+{
+    json_t  *schema, *content, *body;
+
+    schema = ngx_platform_openapi_object(ep->body);
+    if (schema == NULL) {
+        return NULL;
+    }
+
+    if (ep->body->name == NULL) {
+        json_object_set_new(schema, "description",
+                            json_string("Any JSON object."));
+    }
+
+    content = json_pack("{s:o}", "schema", schema);
+    if (content == NULL) {
+        return NULL;
+    }
+
+    body = json_object_get(example, "body");
+    if (body) {
+        json_object_set(content, "example", body);
+    }
+
+    return json_pack("{s:b, s:s, s:{s:o}}",
+                     "required", 1,
+                     "description", "A JSON object (application/json; "
+                                    "text/json, text/plain or no "
+                                    "Content-Type are read as JSON too). "
+                                    "Unknown fields are ignored.",
+                     "content", "application/json", content);
+}
+
+
+/* the GET's operation, its answers without their bodies */
+
+static json_t *
+ngx_platform_openapi_head(json_t *op, ngx_platform_endpoint_t *ep,
+    json_t *names)
+{
+    json_t      *head, *res;
+    const char  *key;
+
+    head = json_deep_copy(op);
+    if (head == NULL) {
+        return NULL;
+    }
+
+    json_object_set_new(head, "operationId",
+                        ngx_platform_openapi_operation_id(ep, "head", names));
+    json_object_set_new(head, "summary",
+                        json_string("The GET's headers, without its body."));
+
+    json_object_foreach(json_object_get(head, "responses"), key, res) {
+        json_object_del(res, "content");
+    }
+
+    return head;
 }
 
 
@@ -1310,160 +1139,51 @@ ngx_platform_openapi_path(ngx_platform_endpoint_t *ep, json_t *params,
 static json_t *
 ngx_platform_openapi_field(ngx_platform_field_t *f, ngx_uint_t query)
 {
-    char      **v;
-    json_t     *s, *values;
-    const char *type, *desc;
+    json_t                       *s, *v;
+    const char                   *desc;
+    ngx_platform_openapi_type_t  *t;
 
-    s = json_object();
+    for (t = ngx_platform_openapi_types; t->type; t++) {
+        if (t->type == f->type) {
+            break;
+        }
+    }
+
+    s = (f->type == NGX_PLATFORM_T_OBJECT)
+        ? ngx_platform_openapi_object(f->items) : json_object();
     if (s == NULL) {
         return NULL;
     }
 
-    desc = NULL;
-
-    switch (f->type) {
-
-    case NGX_PLATFORM_T_UUID:
-        type = "string";
-        json_object_set_new(s, "format", json_string("uuid"));
-        break;
-
-    case NGX_PLATFORM_T_INTEGER:
-        type = "integer";
-        break;
-
-    case NGX_PLATFORM_T_NUMBER:
-        type = "number";
-        break;
-
-    case NGX_PLATFORM_T_BOOLEAN:
-        type = "boolean";
-        break;
-
-    case NGX_PLATFORM_T_OBJECT:
-        json_decref(s);
-        s = ngx_platform_openapi_object(f->items);
-        type = "object";
-        break;
-
-    case NGX_PLATFORM_T_ARRAY:
-        type = "array";
-
-        if (f->items) {
-            json_object_set_new(s, "items",
-                                ngx_platform_openapi_object(f->items));
-        }
-
-        break;
-
-    case NGX_PLATFORM_T_ENUM:
-        type = "string";
-        values = json_array();
-
-        for (v = f->values; v && *v; v++) {
-            json_array_append_new(values, json_string(*v));
-        }
-
-        if (f->flags & NGX_PLATFORM_F_NULLABLE) {
-            json_array_append_new(values, json_null());
-        }
-
-        json_object_set_new(s, "enum", values);
-        break;
-
-    case NGX_PLATFORM_T_DATE:
-        type = "string";
-        json_object_set_new(s, "format", json_string("date"));
-        break;
-
-    case NGX_PLATFORM_T_DATETIME:
-        type = "string";
-        desc = "An ISO 8601 date, or a date-time with an optional offset "
-               "(none: UTC).";
-        json_object_set_new(s, "pattern", json_string(
-            "^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}"
-            "(:[0-9]{2}(\\.[0-9]{1,9})?)?([Zz]|[+-][0-9]{2}:[0-9]{2})?)?$"));
-        break;
-
-    case NGX_PLATFORM_T_IBAN:
-        type = "string";
-        desc = "An IBAN (ISO 13616) in electronic format, or \"\": none.";
-        json_object_set_new(s, "pattern", json_string(
-                            "^([A-Z]{2}[0-9]{2}[A-Z0-9]{11,30})?$"));
-        break;
-
-    case NGX_PLATFORM_T_BIC:
-        type = "string";
-        desc = "A BIC (ISO 9362), or \"\": none.";
-        json_object_set_new(s, "pattern", json_string(
-                            "^([A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?)?$"));
-        break;
-
-    default: /* NGX_PLATFORM_T_STRING */
-        type = "string";
-
-        if (f->flags & NGX_PLATFORM_F_TRIM) {
-            desc = "Leading and trailing spaces, tabs, CR and LF are "
-                   "trimmed; the length is counted trimmed.";
-        }
-
-        break;
+    if (t->format) {
+        json_object_set_new(s, "format", json_string(t->format));
     }
 
-    if (f->flags & (NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX)) {
+    if (t->pattern) {
+        json_object_set_new(s, "pattern", json_string(t->pattern));
+    }
 
-        switch (f->type) {
+    desc = t->description;
 
-        case NGX_PLATFORM_T_INTEGER:
-            if (f->flags & NGX_PLATFORM_F_MIN) {
-                json_object_set_new(s, "minimum",
-                                    json_integer((json_int_t) f->min));
-            }
+    if (f->type == NGX_PLATFORM_T_ARRAY && f->items) {
+        json_object_set_new(s, "items", ngx_platform_openapi_object(f->items));
 
-            if (f->flags & NGX_PLATFORM_F_MAX) {
-                json_object_set_new(s, "maximum",
-                                    json_integer((json_int_t) f->max));
-            }
+    } else if (f->type == NGX_PLATFORM_T_ENUM) {
+        json_object_set_new(s, "enum", ngx_platform_openapi_enum(f));
 
-            break;
+    } else if (t->type == 0 && (f->flags & NGX_PLATFORM_F_TRIM)) {
+        desc = "Leading and trailing spaces, tabs, CR and LF are trimmed; "
+               "the length is counted trimmed.";
+    }
 
-        case NGX_PLATFORM_T_NUMBER:
-            if (f->flags & NGX_PLATFORM_F_MIN) {
-                json_object_set_new(s, "minimum", json_real(f->min));
-            }
+    if (f->flags & NGX_PLATFORM_F_MIN) {
+        json_object_set_new(s, ngx_platform_openapi_bound_name(f, 0),
+                            ngx_platform_openapi_bound(f, f->min));
+    }
 
-            if (f->flags & NGX_PLATFORM_F_MAX) {
-                json_object_set_new(s, "maximum", json_real(f->max));
-            }
-
-            break;
-
-        case NGX_PLATFORM_T_ARRAY:
-            if (f->flags & NGX_PLATFORM_F_MIN) {
-                json_object_set_new(s, "minItems",
-                                    json_integer((json_int_t) f->min));
-            }
-
-            if (f->flags & NGX_PLATFORM_F_MAX) {
-                json_object_set_new(s, "maxItems",
-                                    json_integer((json_int_t) f->max));
-            }
-
-            break;
-
-        default:
-            if (f->flags & NGX_PLATFORM_F_MIN) {
-                json_object_set_new(s, "minLength",
-                                    json_integer((json_int_t) f->min));
-            }
-
-            if (f->flags & NGX_PLATFORM_F_MAX) {
-                json_object_set_new(s, "maxLength",
-                                    json_integer((json_int_t) f->max));
-            }
-
-            break;
-        }
+    if (f->flags & NGX_PLATFORM_F_MAX) {
+        json_object_set_new(s, ngx_platform_openapi_bound_name(f, 1),
+                            ngx_platform_openapi_bound(f, f->max));
     }
 
     if (f->flags & NGX_PLATFORM_F_UNIQUE) {
@@ -1474,22 +1194,75 @@ ngx_platform_openapi_field(ngx_platform_field_t *f, ngx_uint_t query)
         json_object_set_new(s, "description", json_string(desc));
     }
 
-    if ((f->flags & NGX_PLATFORM_F_NULLABLE) && !query) {
-        json_object_set_new(s, "type", json_pack("[s, s]", type, "null"));
+    /* a query argument is absent or a string: never null */
 
-    } else {
-        json_object_set_new(s, "type", json_string(type));
-    }
+    v = ((f->flags & NGX_PLATFORM_F_NULLABLE) && !query)
+        ? json_pack("[s, s]", t->json, "null") : json_string(t->json);
+
+    json_object_set_new(s, "type", v);
 
     if (f->def) {
-        json_object_set_new(s, "default",
-                            f->type == NGX_PLATFORM_T_INTEGER
-                            ? json_integer(ngx_atoi((u_char *) f->def,
-                                                    ngx_strlen(f->def)))
-                            : json_string(f->def));
+        v = (f->type == NGX_PLATFORM_T_INTEGER)
+            ? json_integer(ngx_atoi((u_char *) f->def, ngx_strlen(f->def)))
+            : json_string(f->def);
+
+        json_object_set_new(s, "default", v);
     }
 
     return s;
+}
+
+
+/* the values of an enum, and null when it is nullable */
+
+static json_t *
+ngx_platform_openapi_enum(ngx_platform_field_t *f)
+{
+    char   **v;
+    json_t  *values;
+
+    values = json_array();
+
+    for (v = f->values; v && *v; v++) {
+        json_array_append_new(values, json_string(*v));
+    }
+
+    if (f->flags & NGX_PLATFORM_F_NULLABLE) {
+        json_array_append_new(values, json_null());
+    }
+
+    return values;
+}
+
+
+/* F_MIN, F_MAX: of a number its value, of an array its items, else length */
+
+static const char *
+ngx_platform_openapi_bound_name(ngx_platform_field_t *f, ngx_uint_t max)
+{
+    switch (f->type) {
+
+    case NGX_PLATFORM_T_INTEGER:
+    case NGX_PLATFORM_T_NUMBER:
+        return max ? "maximum" : "minimum";
+
+    case NGX_PLATFORM_T_ARRAY:
+        return max ? "maxItems" : "minItems";
+
+    default:
+        return max ? "maxLength" : "minLength";
+    }
+}
+
+
+static json_t *
+ngx_platform_openapi_bound(ngx_platform_field_t *f, double bound)
+{
+    if (f->type == NGX_PLATFORM_T_NUMBER) {
+        return json_real(bound);
+    }
+
+    return json_integer((json_int_t) bound);
 }
 
 
@@ -1532,23 +1305,80 @@ ngx_platform_openapi_object(ngx_platform_field_t *fields)
 }
 
 
+/* the answers, by status: the success, then every refusal declared */
+
+static json_t *
+ngx_platform_openapi_responses(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep)
+{
+    u_char                          key[NGX_INT_T_LEN + 1];
+    json_t                         *responses, *res;
+    ngx_uint_t                      s, i;
+    ngx_platform_openapi_errors_t   errors;
+
+    responses = json_object();
+    if (responses == NULL) {
+        return NULL;
+    }
+
+    res = ngx_platform_openapi_success(family, ep);
+    if (res == NULL) {
+        goto failed;
+    }
+
+    json_object_set_new(responses, "200", res);
+
+    errors.n = 0;
+
+    ngx_platform_openapi_errors(family, ep, &errors);
+
+    for (s = 100; s < 600; s++) {
+
+        for (i = 0; i < errors.n; i++) {
+            if (errors.errors[i].status == s) {
+                break;
+            }
+        }
+
+        if (i == errors.n) {
+            continue;
+        }
+
+        res = ngx_platform_openapi_error_response(family, &errors, s);
+        if (res == NULL) {
+            goto failed;
+        }
+
+        ngx_sprintf(key, "%ui%Z", s);
+        json_object_set_new(responses, (char *) key, res);
+    }
+
+    return responses;
+
+failed:
+
+    json_decref(responses);
+
+    return NULL;
+}
+
+
 /* 200: the data in the family's envelope, as the statement answers it */
 
 static json_t *
 ngx_platform_openapi_success(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc)
+    ngx_platform_endpoint_t *ep)
 {
-    json_t        *data, *schema, *headers, *props;
-    const char    *message;
-    json_error_t   error;
+    json_t              *data, *schema, *headers;
+    const char          *message;
+    json_error_t         error;
+    ngx_platform_doc_t  *doc;
 
-    headers = json_pack("{s:o}", "X-Request-Id",
-                        ngx_platform_openapi_ref("headers", "X-Request-Id"));
+    doc = ep->doc;
 
-    if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
-        json_object_set_new(headers, "Content-Language",
-                            ngx_platform_openapi_ref("headers",
-                                                     "Content-Language"));
+    headers = ngx_platform_openapi_response_headers(family, NGX_HTTP_OK);
+    if (headers == NULL) {
+        return NULL;
     }
 
     if (ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_EMPTY) {
@@ -1557,70 +1387,27 @@ ngx_platform_openapi_success(ngx_platform_family_t *family,
                          "headers", headers);
     }
 
-    if (doc && doc->data) {
-        data = json_loads(doc->data, 0, &error);
-
-    } else {
-        data = json_pack("{s:s}", "type", "object");
-    }
-
+    data = json_loads(doc->data, 0, &error);
     if (data == NULL) {
         json_decref(headers);
         return NULL;
     }
 
-    message = (ep->sql && ep->sql->ok) ? ep->sql->ok
-                                       : (doc ? doc->ok : NULL);
+    message = (ep->sql && ep->sql->ok) ? ep->sql->ok : doc->ok;
 
-    if ((doc && doc->bare)
+    if (doc->bare
         || family->envelope == NGX_PLATFORM_ENVELOPE_SALES
         || (ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_RAW))
     {
         /* the document is the whole body */
         schema = data;
 
-    } else if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
-        props = json_pack("{s:{s:b}, s:{s:s}, s:{s:s, s:i}, s:o}",
-                          "succeeded", "const", 1,
-                          "message", "type", "string",
-                          "errors", "type", "array", "maxItems", 0,
-                          "data", data);
-
-        if (message) {
-            json_object_set_new(json_object_get(props, "message"),
-                                "example", json_string(message));
-        }
-
-        if (ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_PAGE) {
-            json_object_set_new(props, "pageNumber",
-                                json_pack("{s:s}", "type", "integer"));
-            json_object_set_new(props, "pageSize",
-                                json_pack("{s:s}", "type", "integer"));
-            json_object_set_new(props, "total",
-                                json_pack("{s:s, s:s}", "type", "integer",
-                                          "description",
-                                          "Items of every page."));
-        }
-
-        schema = json_pack("{s:s, s:o}", "type", "object",
-                           "properties", props);
-
     } else {
-        props = json_pack("{s:{s:b}, s:{s:i}, s:{s:s}, s:o,"
-                          " s:{s:s, s:i}}",
-                          "status", "const", 1,
-                          "statusCode", "const", 0,
-                          "message", "type", "string",
-                          "data", data,
-                          "errors", "type", "array", "maxItems", 0);
-
-        if (message) {
-            json_object_set_new(json_object_get(props, "message"),
-                                "example", json_string(message));
+        schema = ngx_platform_openapi_envelope(family, ep, data, message);
+        if (schema == NULL) {
+            json_decref(headers);
+            return NULL;
         }
-
-        schema = json_pack("{s:s, s:o}", "type", "object",
-                           "properties", props);
     }
 
     return json_pack("{s:s, s:o, s:{s:{s:o}}}",
@@ -1630,23 +1417,228 @@ ngx_platform_openapi_success(ngx_platform_family_t *family,
 }
 
 
+/* the success envelope of the family around data (stolen) */
+
+static json_t *
+ngx_platform_openapi_envelope(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, json_t *data, const char *message)
+{
+    json_t  *props;
+
+    if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+        props = json_pack("{s:{s:b}, s:{s:s}, s:{s:s, s:i}, s:o}",
+                          "succeeded", "const", 1,
+                          "message", "type", "string",
+                          "errors", "type", "array", "maxItems", 0,
+                          "data", data);
+
+    } else {
+        props = json_pack("{s:{s:b}, s:{s:i}, s:{s:s}, s:o, s:{s:s, s:i}}",
+                          "status", "const", 1,
+                          "statusCode", "const", 0,
+                          "message", "type", "string",
+                          "data", data,
+                          "errors", "type", "array", "maxItems", 0);
+    }
+
+    if (props == NULL) {
+        return NULL;
+    }
+
+    if (message) {
+        json_object_set_new(json_object_get(props, "message"),
+                            "example", json_string(message));
+    }
+
+    if (family->envelope == NGX_PLATFORM_ENVELOPE_A
+        && ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_PAGE)
+    {
+        json_object_set_new(props, "pageNumber",
+                            json_pack("{s:s}", "type", "integer"));
+        json_object_set_new(props, "pageSize",
+                            json_pack("{s:s}", "type", "integer"));
+        json_object_set_new(props, "total",
+                            json_pack("{s:s, s:s}", "type", "integer",
+                                      "description",
+                                      "Items of every page."));
+    }
+
+    return json_pack("{s:s, s:o}", "type", "object", "properties", props);
+}
+
+
+/* the refusals of one status: each an example, the schema the envelope's */
+
+static json_t *
+ngx_platform_openapi_error_response(ngx_platform_family_t *family,
+    ngx_platform_openapi_errors_t *errors, ngx_uint_t status)
+{
+    u_char                         text[4096], *p, *last;
+    u_char                         name[NGX_INT_T_LEN + 2];
+    json_t                        *examples, *headers;
+    ngx_uint_t                     i, n;
+    const char                    *sep, *key;
+    ngx_platform_openapi_error_t  *err;
+
+    headers = ngx_platform_openapi_response_headers(family, status);
+    examples = json_object();
+
+    if (headers == NULL || examples == NULL) {
+        goto failed;
+    }
+
+    /* the description: every message (and detail) of the status */
+
+    n = 0;
+    p = text;
+    last = text + sizeof(text) - 1;
+
+    for (i = 0; i < errors->n; i++) {
+        err = &errors->errors[i];
+
+        /* a status without a body (304) has no example */
+        if (err->status != status || err->message == NULL) {
+            continue;
+        }
+
+        sep = (p == text) ? "" : "; ";
+
+        if (ngx_strcmp(err->message, err->detail) == 0) {
+            p = ngx_slprintf(p, last, "%s%s", sep, err->message);
+
+        } else {
+            p = ngx_slprintf(p, last, "%s%s (%s)", sep, err->message,
+                             err->detail);
+        }
+
+        ngx_sprintf(name, "e%ui%Z", ++n);
+
+        json_object_set_new(examples, (char *) name,
+                            json_pack("{s:s, s:o}",
+                                      "summary", err->message,
+                                      "value",
+                                      ngx_platform_openapi_error_body(
+                                          family->envelope, err)));
+    }
+
+    *p = '\0';
+
+    if (n == 0) {
+        json_decref(examples);
+
+        return json_pack("{s:s, s:o}",
+                         "description", status == NGX_HTTP_NOT_MODIFIED
+                             ? "Not modified: If-None-Match holds the "
+                               "ETag." : "No body.",
+                         "headers", headers);
+    }
+
+    key = (family->envelope == NGX_PLATFORM_ENVELOPE_A)
+          ? "EnvelopeAError"
+          : (family->envelope == NGX_PLATFORM_ENVELOPE_SALES)
+            ? "SalesError" : "EnvelopeBError";
+
+    return json_pack("{s:s, s:o, s:{s:{s:o, s:o}}}",
+                     "description", (char *) text,
+                     "headers", headers,
+                     "content", "application/json",
+                       "schema", ngx_platform_openapi_ref("schemas", key),
+                       "examples", examples);
+
+failed:
+
+    json_decref(headers);
+    json_decref(examples);
+
+    return NULL;
+}
+
+
+/* the headers of an answer of the status, as ngx_platform_answer() sends */
+
+static json_t *
+ngx_platform_openapi_response_headers(ngx_platform_family_t *family,
+    ngx_uint_t status)
+{
+    json_t  *headers;
+
+    headers = json_pack("{s:o}", "X-Request-Id",
+                        ngx_platform_openapi_ref("headers", "X-Request-Id"));
+    if (headers == NULL) {
+        return NULL;
+    }
+
+    if (status == NGX_HTTP_SERVICE_UNAVAILABLE || status == 429) {
+        json_object_set_new(headers, "Retry-After",
+                            ngx_platform_openapi_ref("headers",
+                                                     "Retry-After"));
+    }
+
+    if (status == NGX_HTTP_UNAUTHORIZED) {
+        json_object_set_new(headers, "WWW-Authenticate",
+                            ngx_platform_openapi_ref("headers",
+                                                     "WWW-Authenticate"));
+    }
+
+    if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
+        json_object_set_new(headers, "Content-Language",
+                            ngx_platform_openapi_ref("headers",
+                                                     "Content-Language"));
+    }
+
+    return headers;
+}
+
+
 /* every refusal the core, the statement and the code declare */
 
 static void
 ngx_platform_openapi_errors(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, ngx_platform_openapi_doc_t *doc,
-    ngx_platform_openapi_errors_t *e)
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e)
 {
-    ngx_uint_t                      auth, credential;
-    ngx_platform_sql_t             *sql;
-    ngx_platform_field_t           *f;
-    ngx_platform_outcome_t         *o;
-    ngx_platform_openapi_answer_t  *a;
-
-    auth = ep->auth;
-    credential = auth & (NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_APIKEY);
+    ngx_platform_doc_answer_t  *a;
 
     /* the credentials, before anything else */
+    ngx_platform_openapi_credential_errors(ep, e);
+
+    ngx_platform_openapi_input_errors(ep, e);
+
+    if (ep->body) {
+        ngx_platform_openapi_body_errors(ep, e);
+    }
+
+    if (ep->sql) {
+        ngx_platform_openapi_statement_errors(ep->sql, e);
+    }
+
+    /* what the endpoint's code answers itself */
+
+    for (a = ep->doc->answers; a && a->status; a++) {
+        ngx_platform_openapi_add_error(e, a->status, a->message, a->detail);
+    }
+
+    if (family->backends) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       "Service temporarily unavailable.",
+                                       "A backend is unavailable; retry "
+                                       "shortly.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       "Service temporarily unavailable.",
+                                       "A backend did not answer in time; "
+                                       "retry shortly.");
+    }
+}
+
+
+/* ngx_platform_auth.c: the credentials and the tenant they agree with */
+
+static void
+ngx_platform_openapi_credential_errors(ngx_platform_endpoint_t *ep,
+    ngx_platform_openapi_errors_t *e)
+{
+    ngx_uint_t  auth;
+
+    auth = ep->auth;
 
     if (auth & NGX_PLATFORM_AUTH_BEARER) {
         ngx_platform_openapi_add_error(e, NGX_HTTP_UNAUTHORIZED,
@@ -1678,18 +1670,29 @@ ngx_platform_openapi_errors(ngx_platform_family_t *family,
                                        "to other tenants.");
     }
 
-    if (credential && ((ep->inputs & NGX_PLATFORM_IN_TENANT)
-                       || (auth & NGX_PLATFORM_AUTH_TENANT)))
+    if ((auth & (NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_APIKEY))
+        && ((ep->inputs & NGX_PLATFORM_IN_TENANT)
+            || (auth & NGX_PLATFORM_AUTH_TENANT)))
     {
         ngx_platform_openapi_add_error(e, NGX_HTTP_FORBIDDEN,
                                        "Access denied.",
                                        "The tenantId header does not match "
                                        "the credentials.");
     }
+}
 
-    /* the declared inputs */
 
-    if ((auth & NGX_PLATFORM_AUTH_TENANT)
+/* the declared inputs: headers, path captures, query arguments */
+
+static void
+ngx_platform_openapi_input_errors(ngx_platform_endpoint_t *ep,
+    ngx_platform_openapi_errors_t *e)
+{
+    ngx_uint_t  credential;
+
+    credential = ep->auth & (NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_APIKEY);
+
+    if ((ep->auth & NGX_PLATFORM_AUTH_TENANT)
         || ((ep->inputs & NGX_PLATFORM_IN_TENANT) && !credential))
     {
         ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
@@ -1738,90 +1741,78 @@ ngx_platform_openapi_errors(ngx_platform_family_t *family,
                                        : "The id must be a uuid.");
     }
 
-    for (f = ep->query; f && f->name; f++) {
+    if (ep->query && ep->query->name) {
         ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
                                        "Bad request.",
                                        "<name> of the query argument at "
                                        "fault and why, e.g. \"<name> must "
                                        "be at most <n>.\"");
-        break;
     }
+}
 
-    if (ep->body) {
+
+/* ngx_platform_http.c and _schema.c: the body */
+
+static void
+ngx_platform_openapi_body_errors(ngx_platform_endpoint_t *ep,
+    ngx_platform_openapi_errors_t *e)
+{
+    ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                   "The request body is not valid JSON.",
+                                   "Malformed JSON at line <l>, column "
+                                   "<c>: <why>");
+    ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
+                                   "The request body must be a JSON "
+                                   "object.", "Expected a JSON object.");
+
+    if (ep->body->name) {
         ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
-                                       "The request body is not valid JSON.",
-                                       "Malformed JSON at line <l>, column "
-                                       "<c>: <why>");
+                                       "Bad request.",
+                                       "<name> of the field at fault "
+                                       "and why, e.g. \"<name> is "
+                                       "required.\"");
+    }
+
+    ngx_platform_openapi_add_error(e, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                   "Request body too large.",
+                                   "Request body too large.");
+    ngx_platform_openapi_add_error(e, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                   "Unsupported media type.",
+                                   "Send the body as application/json.");
+}
+
+
+/* the statement's answers and named refusals */
+
+static void
+ngx_platform_openapi_statement_errors(ngx_platform_sql_t *sql,
+    ngx_platform_openapi_errors_t *e)
+{
+    ngx_platform_outcome_t  *o;
+
+    if (sql->missing) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_NOT_FOUND,
+                                       sql->missing, sql->missing_detail);
+    }
+
+    if (sql->conflict) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_CONFLICT,
+                                       sql->conflict, sql->conflict_detail);
+    }
+
+    if (sql->reference) {
+        ngx_platform_openapi_add_error(e, sql->reference,
+                                       sql->reference_message,
+                                       sql->reference_detail);
+    }
+
+    if (sql->refused) {
         ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
-                                       "The request body must be a JSON "
-                                       "object.", "Expected a JSON object.");
-
-        if (ep->body->name) {
-            ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
-                                           "Bad request.",
-                                           "<name> of the field at fault "
-                                           "and why, e.g. \"<name> is "
-                                           "required.\"");
-        }
-
-        ngx_platform_openapi_add_error(e, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                       "Request body too large.",
-                                       "Request body too large.");
-        ngx_platform_openapi_add_error(e, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                                       "Unsupported media type.",
-                                       "Send the body as application/json.");
+                                       sql->refused, sql->refused_detail);
     }
 
-    /* the statement's answers and named refusals */
-
-    sql = ep->sql;
-
-    if (sql) {
-        if (sql->missing) {
-            ngx_platform_openapi_add_error(e, NGX_HTTP_NOT_FOUND,
-                                           sql->missing,
-                                           sql->missing_detail);
-        }
-
-        if (sql->conflict) {
-            ngx_platform_openapi_add_error(e, NGX_HTTP_CONFLICT,
-                                           sql->conflict,
-                                           sql->conflict_detail);
-        }
-
-        if (sql->reference) {
-            ngx_platform_openapi_add_error(e, sql->reference,
-                                           sql->reference_message,
-                                           sql->reference_detail);
-        }
-
-        if (sql->refused) {
-            ngx_platform_openapi_add_error(e, NGX_HTTP_BAD_REQUEST,
-                                           sql->refused,
-                                           sql->refused_detail);
-        }
-
-        for (o = sql->outcomes; o && o->name; o++) {
-            ngx_platform_openapi_add_error(e, o->status, o->message,
-                                           o->detail);
-        }
-    }
-
-    /* what the endpoint's code answers itself */
-
-    for (a = doc ? doc->answers : NULL; a && a->status; a++) {
-        ngx_platform_openapi_add_error(e, a->status, a->message, a->detail);
-    }
-
-    if (family->backends) {
-        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                       "Service temporarily unavailable.",
-                                       "A backend is unavailable; retry "
-                                       "shortly.");
-        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                       "Service temporarily unavailable.",
-                                       "A backend did not answer in time; "
-                                       "retry shortly.");
+    for (o = sql->outcomes; o && o->name; o++) {
+        ngx_platform_openapi_add_error(e, o->status, o->message, o->detail);
     }
 }
 

@@ -95,6 +95,38 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
 };
 
 
+/* what the validation answers, sent and documented from here */
+
+#define NGX_PLATFORM_OTP_VALIDATED         "OTP code validated"
+#define NGX_PLATFORM_OTP_INVALID           "Invalid OTP Code."
+#define NGX_PLATFORM_OTP_INVALID_DETAIL                                      \
+    "The OTP code is not valid. Please check the code and try again."
+#define NGX_PLATFORM_OTP_NOT_FOUND         "OTP Code not found."
+#define NGX_PLATFORM_OTP_NOT_FOUND_DETAIL  "The OTP code was not found."
+#define NGX_PLATFORM_OTP_LOCKED            "Too many attempts."
+#define NGX_PLATFORM_OTP_LOCKED_DETAIL                                       \
+    "Too many failed OTP attempts. Try again later."
+
+
+static ngx_platform_doc_answer_t  ngx_platform_otp_validate_answers[] = {
+    { NGX_HTTP_BAD_REQUEST, NGX_PLATFORM_OTP_INVALID,
+      NGX_PLATFORM_OTP_INVALID_DETAIL },
+    { NGX_HTTP_NOT_FOUND, NGX_PLATFORM_OTP_NOT_FOUND,
+      NGX_PLATFORM_OTP_NOT_FOUND_DETAIL },
+    { 429, NGX_PLATFORM_OTP_LOCKED, NGX_PLATFORM_OTP_LOCKED_DETAIL },
+    { 0, NULL, NULL }
+};
+
+
+/* the code of the example: scripts/dev start and t/63 store it */
+
+static ngx_platform_doc_t  ngx_platform_otp_validate_doc = {
+    "{\"type\":\"object\"}",
+    "{\"path\":{\"otpCode\":\"123456\"}}",
+    ngx_platform_otp_validate_answers, 0, NGX_PLATFORM_OTP_VALIDATED
+};
+
+
 /* validating consumes the code: a HEAD, which never changes state, is 405 */
 
 static ngx_platform_endpoint_t  ngx_platform_otp_endpoints[] = {
@@ -103,9 +135,10 @@ static ngx_platform_endpoint_t  ngx_platform_otp_endpoints[] = {
       NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY|NGX_PLATFORM_IN_NO_HEAD,
       NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_otp_validate },
+      NULL, ngx_platform_otp_validate,
+      &ngx_platform_otp_validate_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -115,7 +148,8 @@ ngx_platform_family_t  ngx_platform_otp_family = {
     NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_otp_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 
@@ -371,18 +405,17 @@ ngx_platform_otp_respond(ngx_http_request_t *r, redisReply *reply)
     switch (status) {
 
     case NGX_HTTP_OK:
-        return ngx_platform_send_ok(r, "OTP code validated", NULL, 0);
+        return ngx_platform_send_ok(r, NGX_PLATFORM_OTP_VALIDATED, NULL, 0);
 
     case NGX_HTTP_BAD_REQUEST:
         return ngx_platform_send_error(r, NGX_HTTP_BAD_REQUEST,
-                   "Invalid OTP Code.",
-                   "The OTP code is not valid. "
-                   "Please check the code and try again.");
+                                       NGX_PLATFORM_OTP_INVALID,
+                                       NGX_PLATFORM_OTP_INVALID_DETAIL);
 
     case NGX_HTTP_NOT_FOUND:
         return ngx_platform_send_error(r, NGX_HTTP_NOT_FOUND,
-                   "OTP Code not found.",
-                   "The OTP code was not found.");
+                                       NGX_PLATFORM_OTP_NOT_FOUND,
+                                       NGX_PLATFORM_OTP_NOT_FOUND_DETAIL);
     }
 
     ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
@@ -414,7 +447,6 @@ ngx_platform_otp_locked(ngx_http_request_t *r, long long ttl)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return ngx_platform_send_error(r, 429, "Too many attempts.",
-                                   "Too many failed OTP attempts. "
-                                   "Try again later.");
+    return ngx_platform_send_error(r, 429, NGX_PLATFORM_OTP_LOCKED,
+                                   NGX_PLATFORM_OTP_LOCKED_DETAIL);
 }

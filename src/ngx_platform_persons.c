@@ -35,6 +35,19 @@
 #define NGX_PLATFORM_DOC_TOO_LARGE       100 /* decoded over max */
 #define NGX_PLATFORM_DOC_DIGEST          101 /* OpenSSL failed */
 
+/*
+ * refusals of an update that its documentation tells too: answered,
+ * translated and documented from here ("%s" where a number goes)
+ */
+#define NGX_PLATFORM_PERSONS_FILE_NAME_CHARACTERS                            \
+    "fileName must not contain '/', '\\', control characters or "             \
+    "bidirectional formatting characters."
+#define NGX_PLATFORM_PERSONS_BASE64_CHARACTER(n)                             \
+    "base64 has an invalid character at position " n "."
+#define NGX_PLATFORM_PERSONS_TOO_LARGE   "Document too large."
+#define NGX_PLATFORM_PERSONS_TOO_LARGE_DETAIL(n)                             \
+    "The document must be at most " n " bytes once decoded."
+
 
 /*
  * An update in progress: what the thread reads and writes (the
@@ -200,28 +213,105 @@ static ngx_platform_field_t  ngx_platform_persons_document_body[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_persons_schemas[] =
+    "{"
+    "\"PersonAccount\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"accountId\":{\"type\":\"string\"},"
+     "\"accountBIC\":{\"type\":\"string\"},"
+     "\"accountType\":{\"type\":\"string\"},"
+     "\"accountName\":{\"type\":\"string\"},"
+     "\"currency\":{\"type\":\"string\"},"
+     "\"availableBalance\":{\"type\":\"number\"},"
+     "\"accountLimit\":{\"type\":\"number\"},"
+     "\"statusDescription\":{\"type\":\"string\"},"
+     "\"created\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"nubanOrIban\":{\"type\":\"string\"},"
+     "\"purpose\":{\"type\":\"string\"},"
+     "\"comment\":{\"type\":\"string\"},"
+     "\"status\":{\"type\":\"string\"},"
+     "\"productId\":{\"type\":\"string\"},"
+     "\"clientId\":{\"type\":\"string\"}}},"
+    "\"PersonDocument\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"personId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"type\":{\"type\":\"integer\"},"
+     "\"path\":{\"type\":\"string\"},"
+     "\"fileName\":{\"type\":\"string\"},"
+     "\"documentNumber\":{\"type\":\"string\"},"
+     "\"approved\":{\"type\":\"boolean\"}}}"
+    "}";
+
+
+/*
+ * platform_openapi: each endpoint's success data, an example on the demo
+ * data, and what the update's code refuses ("<n>": a number)
+ */
+
+static ngx_platform_doc_t  ngx_platform_persons_account_doc = {
+    ngx_platform_doc_schema("PersonAccount"),
+    "{\"path\":{\"id\":\"b1000000-0000-4000-8000-000000000001\"}}",
+    NULL, 0, NULL
+};
+
+
+static ngx_platform_doc_answer_t
+    ngx_platform_persons_document_update_answers[] =
+{
+    { NGX_HTTP_BAD_REQUEST, "Bad request.",
+      NGX_PLATFORM_PERSONS_FILE_NAME_CHARACTERS },
+    { NGX_HTTP_BAD_REQUEST, "Bad request.",
+      NGX_PLATFORM_PERSONS_BASE64_CHARACTER("<n>") },
+    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NGX_PLATFORM_PERSONS_TOO_LARGE,
+      NGX_PLATFORM_PERSONS_TOO_LARGE_DETAIL("<n>") },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_doc_t  ngx_platform_persons_document_update_doc = {
+    ngx_platform_doc_schema("PersonDocument"),
+    "{\"body\":{\"documentId\":\"71000000-0000-4000-8000-000000000002\","
+    "\"personId\":\"c1000000-0000-4000-8000-000000000001\","
+    "\"fileName\":\"bill.txt\",\"base64\":\"SGVsbG8sIHdvcmxkIQ==\"}}",
+    ngx_platform_persons_document_update_answers, 0, NULL
+};
+
+
+static ngx_platform_doc_t  ngx_platform_persons_document_delete_doc = {
+    "{\"type\":\"string\",\"format\":\"uuid\"}",
+    "{\"path\":{\"id\":\"71000000-0000-4000-8000-000000000003\"}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_persons_endpoints[] = {
 
     { NGX_HTTP_GET, "/api/v{version}/PersonAccounts/{uuid}/get",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, NULL,
       "Invalid person account id.", "The id must be a uuid.",
-      &ngx_platform_persons_account, NULL },
+      &ngx_platform_persons_account, NULL,
+      &ngx_platform_persons_account_doc },
 
     { NGX_HTTP_PUT, "/api/v{version}/PersonDocuments/update",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, ngx_platform_persons_document_body,
       NULL, NULL,
       &ngx_platform_persons_document_update_sql,
-      ngx_platform_persons_document_update },
+      ngx_platform_persons_document_update,
+      &ngx_platform_persons_document_update_doc },
 
     { NGX_HTTP_DELETE, "/api/v{version}/PersonDocuments/{uuid}/delete",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       NULL, NULL,
       "Invalid person document id.", "The id must be a uuid.",
-      &ngx_platform_persons_document_delete, NULL },
+      &ngx_platform_persons_document_delete, NULL,
+      &ngx_platform_persons_document_delete_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -243,14 +333,13 @@ static ngx_platform_text_t  ngx_platform_persons_texts[] = {
       "Aucun document de personne ne porte cet identifiant." },
     { "No document with this documentId belongs to this personId.",
       "Aucun document portant ce documentId n'appartient à ce personId." },
-    { "fileName must not contain '/', '\\', control characters or "
-      "bidirectional formatting characters.",
+    { NGX_PLATFORM_PERSONS_FILE_NAME_CHARACTERS,
       "fileName ne doit contenir ni '/', ni '\\', ni caractère de contrôle, "
       "ni caractère de mise en forme bidirectionnelle." },
     { "fileName must not begin with a dot.",
       "fileName ne doit pas commencer par un point." },
     { "base64 is empty.", "base64 est vide." },
-    { "base64 has an invalid character at position %s.",
+    { NGX_PLATFORM_PERSONS_BASE64_CHARACTER("%s"),
       "base64 contient un caractère invalide à la position %s." },
     { "base64 has bad padding: its length without line breaks is not a "
       "multiple of 4.",
@@ -262,8 +351,8 @@ static ngx_platform_text_t  ngx_platform_persons_texts[] = {
       "not zero.",
       "base64 a un remplissage incorrect : les bits inutilisés de son "
       "dernier caractère ne sont pas nuls." },
-    { "Document too large.", "Document trop volumineux." },
-    { "The document must be at most %s bytes once decoded.",
+    { NGX_PLATFORM_PERSONS_TOO_LARGE, "Document trop volumineux." },
+    { NGX_PLATFORM_PERSONS_TOO_LARGE_DETAIL("%s"),
       "Le document doit faire au plus %s octets une fois décodé." },
     { NULL, NULL }
 };
@@ -275,7 +364,8 @@ ngx_platform_family_t  ngx_platform_persons_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_persons_endpoints,
     ngx_platform_persons_texts,
-    0
+    0,
+    ngx_platform_persons_schemas
 };
 
 
@@ -408,9 +498,7 @@ ngx_platform_persons_check_file_name(ngx_http_request_t *r, json_t *value)
             || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
         {
             return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST, "Bad request.",
-                                     "fileName must not contain '/', '\\', "
-                                     "control characters or bidirectional "
-                                     "formatting characters.");
+                                     NGX_PLATFORM_PERSONS_FILE_NAME_CHARACTERS);
         }
     }
 
@@ -499,8 +587,7 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
 
     case NGX_PLATFORM_DOC_CHARACTER:
         return ngx_platform_persons_refuse(r, ctx, NGX_HTTP_BAD_REQUEST,
-                   "Bad request.",
-                   "base64 has an invalid character at position %s.",
+                   "Bad request.", NGX_PLATFORM_PERSONS_BASE64_CHARACTER("%s"),
                    doc->position);
 
     case NGX_PLATFORM_DOC_LENGTH:
@@ -521,9 +608,9 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
 
     case NGX_PLATFORM_DOC_TOO_LARGE:
         return ngx_platform_persons_refuse(r, ctx,
-                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, "Document too large.",
-                   "The document must be at most %s bytes once decoded.",
-                   doc->max);
+                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                   NGX_PLATFORM_PERSONS_TOO_LARGE,
+                   NGX_PLATFORM_PERSONS_TOO_LARGE_DETAIL("%s"), doc->max);
 
     default: /* NGX_PLATFORM_DOC_DIGEST */
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,

@@ -39,14 +39,43 @@ typedef struct {
 static ngx_platform_products_cache_t  ngx_platform_products_cache;
 
 
+/* the catalogue as it is: no envelope, and 304 without a body */
+
+static ngx_platform_doc_answer_t
+    ngx_platform_products_classifications_answers[] =
+{
+    { NGX_HTTP_NOT_MODIFIED, NULL, NULL },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_doc_t  ngx_platform_products_classifications_doc = {
+    ngx_platform_doc_schema("Classifications"),
+    "{}",
+    ngx_platform_products_classifications_answers, 1,
+    "Product classifications, with Cache-Control and ETag."
+};
+
+
+static const char  ngx_platform_products_schemas[] =
+    "{"
+    "\"Classifications\":{\"type\":\"object\",\"properties\":{"
+     "\"classifications\":{\"type\":\"array\",\"items\":{"
+     "\"type\":\"object\",\"properties\":{"
+     "\"group\":{\"type\":\"string\"},"
+     "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}}}}"
+    "}";
+
+
 static ngx_platform_endpoint_t  ngx_platform_products_endpoints[] = {
 
     { NGX_HTTP_GET, "/api/v1/products/classifications",
       NGX_PLATFORM_AUTH_NONE, 0,
       NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_products_classifications },
+      NULL, ngx_platform_products_classifications,
+      &ngx_platform_products_classifications_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -56,7 +85,8 @@ ngx_platform_family_t  ngx_platform_products_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_products_endpoints,
     NULL,
-    0
+    0,
+    ngx_platform_products_schemas
 };
 
 

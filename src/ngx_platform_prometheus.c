@@ -34,8 +34,9 @@ static void ngx_platform_metrics_gauges_timer(ngx_event_t *ev);
 
 static ngx_platform_endpoint_t  ngx_platform_metrics_endpoints[] = {
     { NGX_HTTP_GET, "*", NGX_PLATFORM_AUTH_NONE, 0, NULL, NULL, NULL, NULL,
-      NULL, ngx_platform_metrics },
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+      NULL, ngx_platform_metrics,
+      NULL },
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -45,7 +46,8 @@ ngx_platform_family_t  ngx_platform_metrics_family = {
     0,
     ngx_platform_metrics_endpoints,
     NULL,
-    0
+    0,
+    NULL
 };
 
 

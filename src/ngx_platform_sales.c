@@ -311,6 +311,45 @@ static ngx_platform_field_t  ngx_platform_sales_patch_body[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_sales_schemas[] =
+    "{"
+    "\"SaleAnswer\":{\"type\":\"object\","
+     "\"required\":[\"message\",\"data\",\"meta\"],\"properties\":{"
+     "\"message\":{\"type\":\"string\"},"
+     "\"data\":{\"type\":\"object\",\"description\":\"The sale after the "
+     "payment, every field of spec 2.12 (docs/api.md, The sale "
+     "document).\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"totalAmount\":{\"type\":\"number\"},"
+     "\"paymentStatus\":{\"enum\":[\"PENDING\",\"PARTIALLY_PAID\","
+     "\"PAID\"]},"
+     "\"sale\":{\"type\":\"object\"},"
+     "\"products\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}},"
+     "\"meta\":{\"type\":\"object\",\"properties\":{"
+     "\"currentPage\":{\"type\":\"integer\"},"
+     "\"from\":{\"type\":\"integer\"},\"to\":{\"type\":\"integer\"},"
+     "\"perPage\":{\"type\":\"integer\"},"
+     "\"total\":{\"type\":\"integer\"},"
+     "\"lastPage\":{\"type\":\"integer\"}}}}}"
+    "}";
+
+
+/*
+ * platform_openapi: the whole success body (Envelope Sales), and an
+ * example on the demo data
+ */
+
+static ngx_platform_doc_t  ngx_platform_sales_patch_doc = {
+    ngx_platform_doc_schema("SaleAnswer"),
+    "{\"body\":{\"saleId\":\"aa100000-0000-4000-8000-000000000001\","
+    "\"transactionReference\":\"PAY-DEMO-1\",\"amount\":2500.5,"
+    "\"paymentMethod\":\"TRANSFER\"}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_sales_endpoints[] = {
 
     { NGX_HTTP_PATCH, "/sales/transactions",
@@ -318,9 +357,10 @@ static ngx_platform_endpoint_t  ngx_platform_sales_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_sales_patch_body,
       NULL, NULL,
-      &ngx_platform_sales_patch, NULL },
+      &ngx_platform_sales_patch, NULL,
+      &ngx_platform_sales_patch_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -330,5 +370,6 @@ ngx_platform_family_t  ngx_platform_sales_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_sales_endpoints,
     NULL,
-    0
+    0,
+    ngx_platform_sales_schemas
 };

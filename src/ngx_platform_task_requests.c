@@ -222,6 +222,50 @@ static ngx_platform_field_t  ngx_platform_task_requests_toggle_body[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_task_requests_schemas[] =
+    "{"
+    "\"TaskSamplerAssigned\":{\"type\":\"object\",\"properties\":{"
+     "\"message\":{\"type\":\"string\"},"
+     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"samplerId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"status\":{\"const\":\"ASSIGNED\"}}},"
+    "\"TaskStatusUpdated\":{\"type\":\"object\",\"properties\":{"
+     "\"message\":{\"type\":\"string\"},"
+     "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"status\":{\"enum\":[\"ACCEPTED\",\"REJECTED\",\"PENDING\"]},"
+     "\"samplerOrLaboratoryId\":{\"type\":\"string\","
+     "\"format\":\"uuid\"}}}"
+    "}";
+
+
+/*
+ * platform_openapi: each endpoint's success data, and an example on the
+ * demo data
+ */
+
+static ngx_platform_doc_t  ngx_platform_task_requests_assign_doc = {
+    ngx_platform_doc_schema("TaskSamplerAssigned"),
+    "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000001\"},"
+    "\"headers\":{\"userId\":\"lab-admin-1\"},"
+    "\"body\":{\"samplerId\":\"51000000-0000-4000-8000-000000000002\","
+    "\"priority\":\"HIGH\",\"dueDate\":\"2099-12-01\","
+    "\"pickupAddress\":\"12 Ikorodu Road, Mile 12, Lagos\"}}",
+    NULL, 0, NULL
+};
+
+
+static ngx_platform_doc_t  ngx_platform_task_requests_toggle_doc = {
+    ngx_platform_doc_schema("TaskStatusUpdated"),
+    "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000002\"},"
+    "\"headers\":{\"userId\":\"sampler-user-1\"},"
+    "\"body\":{\"status\":\"ACCEPTED\",\"samplerOrLaboratoryId\":"
+    "\"51000000-0000-4000-8000-000000000001\"}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_task_requests_endpoints[] = {
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/assign-sampler",
@@ -230,7 +274,8 @@ static ngx_platform_endpoint_t  ngx_platform_task_requests_endpoints[] = {
       |NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_task_requests_assign_body,
       "Invalid task request id.", "The task request id must be a uuid.",
-      &ngx_platform_task_requests_assign, NULL },
+      &ngx_platform_task_requests_assign, NULL,
+      &ngx_platform_task_requests_assign_doc },
 
     { NGX_HTTP_PATCH, "/api/v1/task-requests/{uuid}/toggle-accept-reject",
       NGX_PLATFORM_AUTH_TENANT,
@@ -238,9 +283,10 @@ static ngx_platform_endpoint_t  ngx_platform_task_requests_endpoints[] = {
       |NGX_PLATFORM_IN_NO_HEAD,
       NULL, ngx_platform_task_requests_toggle_body,
       "Invalid task request id.", "The task request id must be a uuid.",
-      &ngx_platform_task_requests_toggle, NULL },
+      &ngx_platform_task_requests_toggle, NULL,
+      &ngx_platform_task_requests_toggle_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -250,6 +296,7 @@ ngx_platform_family_t  ngx_platform_task_requests_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_task_requests_endpoints,
     NULL,
-    0
+    0,
+    ngx_platform_task_requests_schemas
 };
 

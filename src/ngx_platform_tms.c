@@ -417,6 +417,113 @@ static ngx_platform_field_t  ngx_platform_tms_assign_query[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_tms_schemas[] =
+    "{"
+    "\"Address\":{\"type\":\"object\",\"properties\":{"
+     "\"address\":{\"type\":[\"string\",\"null\"]},"
+     "\"city\":{\"type\":[\"string\",\"null\"]},"
+     "\"state\":{\"type\":[\"string\",\"null\"]},"
+     "\"country\":{\"type\":[\"string\",\"null\"]},"
+     "\"postalCode\":{\"type\":[\"string\",\"null\"]},"
+     "\"contactName\":{\"type\":[\"string\",\"null\"]},"
+     "\"contactPhone\":{\"type\":[\"string\",\"null\"]},"
+     "\"latitude\":{\"type\":[\"number\",\"null\"]},"
+     "\"longitude\":{\"type\":[\"number\",\"null\"]}}},"
+    "\"DriverStatus\":{\"enum\":[\"AVAILABLE\",\"ON_DELIVERY\","
+     "\"OFFLINE\"]},"
+    "\"Driver\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"userId\":{\"type\":[\"string\",\"null\"]},"
+     "\"name\":{\"type\":\"string\"},"
+     "\"phone\":{\"type\":[\"string\",\"null\"]},"
+     "\"vehicleType\":{\"type\":[\"string\",\"null\"]},"
+     "\"status\":{\"$ref\":\"#/components/schemas/DriverStatus\"}}},"
+    "\"DeliveryOrder\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"orderNumber\":{\"type\":\"string\"},"
+     "\"status\":{\"enum\":[\"PENDING\",\"ASSIGNED\",\"PICKED_UP\","
+     "\"IN_TRANSIT\",\"DELIVERED\",\"CANCELLED\"]},"
+     "\"tenantId\":{\"type\":\"string\"},"
+     "\"countryCode\":{\"type\":\"string\"},"
+     "\"pickupAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
+     "\"dropOffAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
+     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
+     "{\"type\":\"null\"}]},"
+     "\"shippingFee\":{\"type\":[\"number\",\"null\"]},"
+     "\"currency\":{\"type\":[\"string\",\"null\"]},"
+     "\"assignedAt\":{\"type\":[\"string\",\"null\"],"
+     "\"format\":\"date-time\"},"
+     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
+    "\"Vehicle\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"tenantId\":{\"type\":\"string\"},"
+     "\"countryCode\":{\"type\":\"string\"},"
+     "\"licensePlate\":{\"type\":[\"string\",\"null\"]},"
+     "\"model\":{\"type\":[\"string\",\"null\"]},"
+     "\"manufacturer\":{\"type\":[\"string\",\"null\"]},"
+     "\"type\":{\"type\":[\"string\",\"null\"]},"
+     "\"colour\":{\"type\":[\"string\",\"null\"]},"
+     "\"year\":{\"type\":[\"string\",\"null\"]},"
+     "\"capacity\":{\"type\":[\"string\",\"null\"]},"
+     "\"condition\":{\"type\":[\"string\",\"null\"]},"
+     "\"imageUrl\":{\"type\":[\"string\",\"null\"]},"
+     "\"carrierId\":{\"type\":[\"string\",\"null\"]},"
+     "\"carrierPhoneNumber\":{\"type\":[\"string\",\"null\"]},"
+     "\"driverUserId\":{\"type\":[\"string\",\"null\"]},"
+     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
+     "{\"type\":\"null\"}]},"
+     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
+    "\"AvailableDriver\":{\"allOf\":["
+     "{\"$ref\":\"#/components/schemas/Driver\"},"
+     "{\"properties\":{\"vehicle\":{\"anyOf\":["
+     "{\"$ref\":\"#/components/schemas/Vehicle\"},{\"type\":\"null\"}]}}}]}"
+    "}";
+
+
+/*
+ * platform_openapi: each endpoint's success data, and an example on the
+ * demo data
+ */
+
+static ngx_platform_doc_t  ngx_platform_tms_delivery_order_doc = {
+    ngx_platform_doc_schema("DeliveryOrder"),
+    "{\"path\":{\"deliveryOrderUuid\":"
+    "\"a1000000-0000-4000-8000-000000000001\"}}",
+    NULL, 0, NULL
+};
+
+
+static ngx_platform_doc_t  ngx_platform_tms_vehicle_doc = {
+    ngx_platform_doc_schema("Vehicle"),
+    "{\"path\":{\"id\":\"31000000-0000-4000-8000-000000000004\"},"
+    "\"body\":{\"colour\":\"blue\",\"year\":\"2021\","
+    "\"capacity\":\"1450.5\",\"assignDriver\":true,"
+    "\"driverUserId\":\"user-demo-driver-5\"}}",
+    NULL, 0, NULL
+};
+
+
+static ngx_platform_doc_t  ngx_platform_tms_drivers_doc = {
+    ngx_platform_doc_list("AvailableDriver"),
+    "{\"query\":{\"vehicleType\":\"VAN\"}}",
+    NULL, 0, NULL
+};
+
+
+static ngx_platform_doc_t  ngx_platform_tms_assign_doc = {
+    "{\"type\":\"object\"}",
+    "{\"path\":{\"deliveryOrderUuid\":"
+    "\"a1000000-0000-4000-8000-000000000001\","
+    "\"driverId\":\"d1000000-0000-4000-8000-000000000005\"},"
+    "\"query\":{\"shippingFee\":2500}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
 
     { NGX_HTTP_GET, "/tms/delivery-orders/{uuid:deliveryOrderUuid}",
@@ -424,21 +531,24 @@ static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       NULL, NULL,
       "invalid delivery order id", "The delivery order id must be a uuid.",
-      &ngx_platform_tms_delivery_order, NULL },
+      &ngx_platform_tms_delivery_order, NULL,
+      &ngx_platform_tms_delivery_order_doc },
 
     { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
       NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       NULL, ngx_platform_tms_vehicle_body,
       "invalid request", "The vehicle id must be a uuid.",
-      &ngx_platform_tms_vehicle, NULL },
+      &ngx_platform_tms_vehicle, NULL,
+      &ngx_platform_tms_vehicle_doc },
 
     { NGX_HTTP_GET, "/tms/drivers/available",
       NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       ngx_platform_tms_drivers_query, NULL,
       NULL, NULL,
-      &ngx_platform_tms_drivers, NULL },
+      &ngx_platform_tms_drivers, NULL,
+      &ngx_platform_tms_drivers_doc },
 
     /* the driver id is a "{string}": not a uuid is an invalid reference */
 
@@ -449,9 +559,10 @@ static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
       |NGX_PLATFORM_IN_NO_HEAD,
       ngx_platform_tms_assign_query, NULL,
       "invalid delivery order id", "The delivery order id must be a uuid.",
-      &ngx_platform_tms_assign, ngx_platform_tms_assign_handler },
+      &ngx_platform_tms_assign, ngx_platform_tms_assign_handler,
+      &ngx_platform_tms_assign_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -476,5 +587,6 @@ ngx_platform_family_t  ngx_platform_tms_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_tms_endpoints,
     NULL,
-    0
+    0,
+    ngx_platform_tms_schemas
 };

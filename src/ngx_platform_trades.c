@@ -51,6 +51,29 @@ static ngx_platform_field_t  ngx_platform_trades_flows_query[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_trades_schemas[] =
+    "{"
+    "\"TradeFlow\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"name\":{\"type\":\"string\"},"
+     "\"description\":{\"type\":\"string\"}}}"
+    "}";
+
+
+/*
+ * platform_openapi: the endpoint's success data, and an example on the
+ * demo data
+ */
+
+static ngx_platform_doc_t  ngx_platform_trades_flows_doc = {
+    ngx_platform_doc_list("TradeFlow"),
+    "{\"query\":{\"name\":\"export\"}}",
+    NULL, 0, NULL
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_trades_endpoints[] = {
 
     { NGX_HTTP_GET, "/api/v1/trades/process-flows",
@@ -58,9 +81,10 @@ static ngx_platform_endpoint_t  ngx_platform_trades_endpoints[] = {
       NGX_PLATFORM_IN_TENANT,
       ngx_platform_trades_flows_query, NULL,
       NULL, NULL,
-      &ngx_platform_trades_flows, NULL },
+      &ngx_platform_trades_flows, NULL,
+      &ngx_platform_trades_flows_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -70,5 +94,6 @@ ngx_platform_family_t  ngx_platform_trades_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_trades_endpoints,
     NULL,
-    0
+    0,
+    ngx_platform_trades_schemas
 };

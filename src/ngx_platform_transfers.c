@@ -75,6 +75,40 @@ static ngx_platform_field_t  ngx_platform_transfers_list_query[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_transfers_schemas[] =
+    "{"
+    "\"BankAccount\":{\"type\":\"object\",\"properties\":{"
+     "\"accountName\":{\"type\":\"string\"},"
+     "\"accountNumber\":{\"type\":\"string\"},"
+     "\"bankName\":{\"type\":\"string\"}}},"
+    "\"BankTransfer\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+     "\"reference\":{\"type\":\"string\"},"
+     "\"amount\":{\"type\":\"number\"},"
+     "\"account\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
+     "\"beneficiary\":{\"$ref\":\"#/components/schemas/BankAccount\"},"
+     "\"status\":{\"type\":\"string\"},"
+     "\"date\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"tenantId\":{\"type\":\"string\"},"
+     "\"email\":{\"type\":\"string\"},"
+     "\"currency\":{\"type\":\"string\"}}}"
+    "}";
+
+
+/*
+ * platform_openapi: each endpoint's success data, and an example on the
+ * demo data
+ */
+
+static ngx_platform_doc_t  ngx_platform_transfers_list_doc = {
+    ngx_platform_doc_list("BankTransfer"),
+    "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
+    NULL, 0, NULL
+};
+
+
 /*
  * The specification names POST and samples GET; both are served, alike.
  * Neither takes a body: a POST's body, if any, is not read.
@@ -86,15 +120,17 @@ static ngx_platform_endpoint_t  ngx_platform_transfers_endpoints[] = {
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       ngx_platform_transfers_list_query, NULL,
       NULL, NULL,
-      &ngx_platform_transfers_list, NULL },
+      &ngx_platform_transfers_list, NULL,
+      &ngx_platform_transfers_list_doc },
 
     { NGX_HTTP_POST, "/api/v{version}/BankTransfers/all-account",
       NGX_PLATFORM_AUTH_BEARER, NGX_PLATFORM_IN_TENANT,
       ngx_platform_transfers_list_query, NULL,
       NULL, NULL,
-      &ngx_platform_transfers_list, NULL },
+      &ngx_platform_transfers_list, NULL,
+      &ngx_platform_transfers_list_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -110,5 +146,6 @@ ngx_platform_family_t  ngx_platform_transfers_family = {
     NGX_PLATFORM_BACKEND_PG,
     ngx_platform_transfers_endpoints,
     ngx_platform_transfers_texts,
-    0
+    0,
+    ngx_platform_transfers_schemas
 };

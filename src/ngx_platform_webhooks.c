@@ -183,28 +183,89 @@ static ngx_platform_field_t  ngx_platform_webhooks_body[] = {
 };
 
 
+/* the shapes of the data its endpoints answer (docs/api.md) */
+
+static const char  ngx_platform_webhooks_schemas[] =
+    "{"
+    "\"WebhookReceipt\":{\"type\":\"object\",\"properties\":{"
+     "\"id\":{\"type\":\"integer\"},"
+     "\"duplicate\":{\"type\":\"boolean\"}}}"
+    "}";
+
+
+/*
+ * platform_openapi: each endpoint's success data, an example on the demo
+ * data (the sources and payment methods of docs/development.md), and
+ * what the intake's code refuses
+ */
+
+static ngx_platform_doc_answer_t  ngx_platform_webhooks_source_answers[] = {
+    { NGX_HTTP_NOT_FOUND, "Unknown webhook source.",
+      "No such source is configured." },
+    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
+      "The webhook-signature header is missing." },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_doc_answer_t  ngx_platform_webhooks_payment_answers[] = {
+    { NGX_HTTP_NOT_FOUND, "Unknown payment method.",
+      "No such payment method is configured." },
+    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
+      "The webhook-signature header is missing." },
+    { 0, NULL, NULL }
+};
+
+
+static ngx_platform_doc_t  ngx_platform_webhooks_keyed_source_doc = {
+    ngx_platform_doc_schema("WebhookReceipt"),
+    "{\"path\":{\"source\":\"source-a\"},"
+    "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
+    ngx_platform_webhooks_source_answers, 0, "Event received."
+};
+
+
+static ngx_platform_doc_t  ngx_platform_webhooks_public_source_doc = {
+    ngx_platform_doc_schema("WebhookReceipt"),
+    "{\"path\":{\"source\":\"source-b\"},"
+    "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
+    ngx_platform_webhooks_source_answers, 0, "Event received."
+};
+
+
+static ngx_platform_doc_t  ngx_platform_webhooks_payment_doc = {
+    ngx_platform_doc_schema("WebhookReceipt"),
+    "{\"path\":{\"paymentmethod\":\"card\"},"
+    "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",
+    ngx_platform_webhooks_payment_answers, 0, "Event received."
+};
+
+
 static ngx_platform_endpoint_t  ngx_platform_webhooks_endpoints[] = {
 
     { NGX_HTTP_POST, "/api/v1/webhooks/public/{string:source}/events",
       NGX_PLATFORM_AUTH_APIKEY, 0,
       NULL, ngx_platform_webhooks_body,
       NULL, NULL,
-      NULL, ngx_platform_webhooks_source },
+      NULL, ngx_platform_webhooks_source,
+      &ngx_platform_webhooks_keyed_source_doc },
 
     /* unless the source has a signing secret: then a signature */
     { NGX_HTTP_POST, "/api/webhooks/public/{string:source}/events",
       NGX_PLATFORM_AUTH_NONE, 0,
       NULL, ngx_platform_webhooks_body,
       NULL, NULL,
-      NULL, ngx_platform_webhooks_source },
+      NULL, ngx_platform_webhooks_source,
+      &ngx_platform_webhooks_public_source_doc },
 
     { NGX_HTTP_POST, "/webhooks/{string:paymentmethod}",
       NGX_PLATFORM_AUTH_APIKEY, 0,
       NULL, ngx_platform_webhooks_body,
       NULL, NULL,
-      NULL, ngx_platform_webhooks_payment },
+      NULL, ngx_platform_webhooks_payment,
+      &ngx_platform_webhooks_payment_doc },
 
-    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL }
+    { 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 };
 
 
@@ -214,7 +275,8 @@ ngx_platform_family_t  ngx_platform_webhooks_family = {
     NGX_PLATFORM_BACKEND_PG|NGX_PLATFORM_BACKEND_REDIS,
     ngx_platform_webhooks_endpoints,
     NULL,
-    0
+    0,
+    ngx_platform_webhooks_schemas
 };
 
 
