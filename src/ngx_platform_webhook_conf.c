@@ -14,7 +14,7 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_webhooks.h"
+#include "ngx_platform_webhook.h"
 
 
 /* a location that serves the webhooks family, as merged */

@@ -16,7 +16,7 @@
 #include <openssl/crypto.h>
 
 #include "ngx_platform.h"
-#include "ngx_platform_webhooks.h"
+#include "ngx_platform_webhook.h"
 
 
 /* Standard Webhooks: a signature's timestamp within 300 s of now */
@@ -104,7 +104,7 @@ ngx_platform_webhook_signature_read(ngx_http_request_t *r,
 
     if (h == NULL || h->value.len == 0) {
         return ngx_platform_webhook_refuse(r, ctx,
-                   "The webhook-signature header is missing.");
+                   NGX_PLATFORM_WEBHOOK_NO_SIGNATURE);
     }
 
     p = h->value.data;
@@ -177,7 +177,7 @@ ngx_platform_webhook_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
                 "webhook-signature\"");
 
     return ngx_platform_fail(r, NGX_HTTP_UNAUTHORIZED,
-                             "Invalid webhook signature.", detail);
+                             NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE, detail);
 }
 
 

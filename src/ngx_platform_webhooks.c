@@ -37,7 +37,7 @@
 
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
-#include "ngx_platform_webhooks.h"
+#include "ngx_platform_webhook.h"
 
 
 
@@ -193,6 +193,15 @@ static const char  ngx_platform_webhooks_schemas[] =
     "}";
 
 
+/* the intake's answers, for its code and its documentation alike */
+#define NGX_PLATFORM_WEBHOOK_RECEIVED         "Event received."
+#define NGX_PLATFORM_WEBHOOK_NO_SOURCE        "Unknown webhook source."
+#define NGX_PLATFORM_WEBHOOK_NO_SOURCE_DETAIL "No such source is configured."
+#define NGX_PLATFORM_WEBHOOK_NO_METHOD        "Unknown payment method."
+#define NGX_PLATFORM_WEBHOOK_NO_METHOD_DETAIL                                  \
+    "No such payment method is configured."
+
+
 /*
  * platform_openapi: each endpoint's success data, an example on the demo
  * data (the sources and payment methods of docs/development.md), and
@@ -200,19 +209,19 @@ static const char  ngx_platform_webhooks_schemas[] =
  */
 
 static ngx_platform_doc_answer_t  ngx_platform_webhooks_source_answers[] = {
-    { NGX_HTTP_NOT_FOUND, "Unknown webhook source.",
-      "No such source is configured." },
-    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
-      "The webhook-signature header is missing." },
+    { NGX_HTTP_NOT_FOUND, NGX_PLATFORM_WEBHOOK_NO_SOURCE,
+      NGX_PLATFORM_WEBHOOK_NO_SOURCE_DETAIL },
+    { NGX_HTTP_UNAUTHORIZED, NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE,
+      NGX_PLATFORM_WEBHOOK_NO_SIGNATURE },
     { 0, NULL, NULL }
 };
 
 
 static ngx_platform_doc_answer_t  ngx_platform_webhooks_payment_answers[] = {
-    { NGX_HTTP_NOT_FOUND, "Unknown payment method.",
-      "No such payment method is configured." },
-    { NGX_HTTP_UNAUTHORIZED, "Invalid webhook signature.",
-      "The webhook-signature header is missing." },
+    { NGX_HTTP_NOT_FOUND, NGX_PLATFORM_WEBHOOK_NO_METHOD,
+      NGX_PLATFORM_WEBHOOK_NO_METHOD_DETAIL },
+    { NGX_HTTP_UNAUTHORIZED, NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE,
+      NGX_PLATFORM_WEBHOOK_NO_SIGNATURE },
     { 0, NULL, NULL }
 };
 
@@ -221,7 +230,7 @@ static ngx_platform_doc_t  ngx_platform_webhooks_keyed_source_doc = {
     ngx_platform_doc_schema("WebhookReceipt"),
     "{\"path\":{\"source\":\"source-a\"},"
     "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
-    ngx_platform_webhooks_source_answers, 0, "Event received."
+    ngx_platform_webhooks_source_answers, 0, NGX_PLATFORM_WEBHOOK_RECEIVED
 };
 
 
@@ -229,7 +238,7 @@ static ngx_platform_doc_t  ngx_platform_webhooks_public_source_doc = {
     ngx_platform_doc_schema("WebhookReceipt"),
     "{\"path\":{\"source\":\"source-b\"},"
     "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
-    ngx_platform_webhooks_source_answers, 0, "Event received."
+    ngx_platform_webhooks_source_answers, 0, NGX_PLATFORM_WEBHOOK_RECEIVED
 };
 
 
@@ -237,7 +246,7 @@ static ngx_platform_doc_t  ngx_platform_webhooks_payment_doc = {
     ngx_platform_doc_schema("WebhookReceipt"),
     "{\"path\":{\"paymentmethod\":\"card\"},"
     "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",
-    ngx_platform_webhooks_payment_answers, 0, "Event received."
+    ngx_platform_webhooks_payment_answers, 0, NGX_PLATFORM_WEBHOOK_RECEIVED
 };
 
 
@@ -346,13 +355,13 @@ ngx_platform_webhooks_intake(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     if (hook == NULL) {
         if (kind[0] == 's') {
             return ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                                     "Unknown webhook source.",
-                                     "No such source is configured.");
+                                     NGX_PLATFORM_WEBHOOK_NO_SOURCE,
+                                     NGX_PLATFORM_WEBHOOK_NO_SOURCE_DETAIL);
         }
 
         return ngx_platform_fail(r, NGX_HTTP_NOT_FOUND,
-                                 "Unknown payment method.",
-                                 "No such payment method is configured.");
+                                 NGX_PLATFORM_WEBHOOK_NO_METHOD,
+                                 NGX_PLATFORM_WEBHOOK_NO_METHOD_DETAIL);
     }
 
     w = ngx_pcalloc(r->pool, sizeof(ngx_platform_webhook_ctx_t));
@@ -986,8 +995,9 @@ ngx_platform_webhooks_insert_done(void *data, ngx_platform_pg_op_t *op,
     p = ngx_sprintf(buf, "{\"id\":%*s,\"duplicate\":false}",
                     (size_t) PQgetlength(res, 0, 0), PQgetvalue(res, 0, 0));
 
-    ngx_platform_finalize(r, ngx_platform_send_ok(r, "Event received.", buf,
-                                                  p - buf));
+    ngx_platform_finalize(r, ngx_platform_send_ok(r,
+                                                  NGX_PLATFORM_WEBHOOK_RECEIVED,
+                                                  buf, p - buf));
 }
 
 

@@ -1,13 +1,14 @@
 
 /*
- * ngx_platform: the webhook names a location accepts, shared by the
- * intake (ngx_platform_webhooks.c) and their configuration
+ * ngx_platform: the webhook names a location accepts and the signatures
+ * of their events, shared by the intake (ngx_platform_webhooks.c), the
+ * signatures (ngx_platform_webhook_signature.c) and the configuration
  * (ngx_platform_webhook_conf.c).
  */
 
 
-#ifndef _NGX_PLATFORM_WEBHOOKS_H_INCLUDED_
-#define _NGX_PLATFORM_WEBHOOKS_H_INCLUDED_
+#ifndef _NGX_PLATFORM_WEBHOOK_H_INCLUDED_
+#define _NGX_PLATFORM_WEBHOOK_H_INCLUDED_
 
 
 #include <ngx_config.h>
@@ -23,6 +24,11 @@
 #define NGX_PLATFORM_WEBHOOK_SECRET_MIN    16
 #define NGX_PLATFORM_WEBHOOK_SIGNATURES    16
 #define NGX_PLATFORM_WEBHOOK_MAC_LEN       32     /* HMAC-SHA256 */
+
+/* a signature refused: 401 with this message and the header's detail */
+#define NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE  "Invalid webhook signature."
+#define NGX_PLATFORM_WEBHOOK_NO_SIGNATURE                                    \
+    "The webhook-signature header is missing."
 
 
 /* a source or payment method the operator accepts */
@@ -64,4 +70,4 @@ ngx_int_t ngx_platform_webhook_signature_check(ngx_http_request_t *r,
     ngx_platform_webhook_signature_t *s);
 
 
-#endif /* _NGX_PLATFORM_WEBHOOKS_H_INCLUDED_ */
+#endif /* _NGX_PLATFORM_WEBHOOK_H_INCLUDED_ */
