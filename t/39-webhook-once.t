@@ -73,6 +73,25 @@ sub rows {
 
 sub rkey { "webhook:source:src::$_[0]" }
 
+# Every worker that found Redis failing has claimed in it again: each
+# worker reconnects on its own, and a delivery shows which one answered
+# ("Redis answers again" in its log line), so deliveries are sent until
+# no worker is left that said it sends events straight to PostgreSQL
+my $warm = 0;
+
+sub redis_back_in_every_worker {
+    return $t->wait_until(sub {
+        deliver('evt-warm-' . $warm++);
+        my %down;
+        for (split /\n/, $t->error_log) {
+            my ($pid) = /\] (\d+)#\d+: / or next;
+            $down{$pid} = 1 if /events go straight to PostgreSQL/;
+            delete $down{$pid} if /Redis answers again/;
+        }
+        return !%down;
+    }, 15);
+}
+
 # a lock on the table, held for $secs by a psql of its own
 sub hold_lock {
     my ($secs) = @_;
@@ -258,6 +277,7 @@ is($retried, 10, 'each retry: 200 and one row');
 ### PostgreSQL timing out: 503, the claim released; a duplicate in flight
 ### meanwhile is not 200
 
+ok(redis_back_in_every_worker(), 'Redis answers every worker again');
 $lock = hold_lock(3);
 my $first = deliver_async('evt-slow');
 ok($t->wait_until(sub {
