@@ -1111,13 +1111,34 @@ END {
 
 ### helpers
 
+# A port free right now, below the kernel's ephemeral range: a port the
+# kernel hands out (bind to 0) may be given next to an outgoing
+# connection of another file running meanwhile (a client, psql, libpq),
+# and the server started on it then fails to bind
+my %ports_given;
+
+# a generator of its own: the files' srand(seed) keeps its sequence
+my $port_state = ($$ * 7919 + int(time)) % 4294967296;
+
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1, ReuseAddr => 1)
-        or die "free port: $!\n";
-    my $port = $s->sockport;
-    close $s;
-    return $port;
+    my ($low) = split ' ', _slurp('/proc/sys/net/ipv4/ip_local_port_range')
+                           // '32768';
+    $low = 32768 if !$low || $low < 12000;
+
+    for (1 .. 1000) {
+        $port_state = ($port_state * 69069 + 1) % 4294967296;
+        my $port = 10000 + int($port_state / 65536) % ($low - 10000);
+        next if $ports_given{$port};
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+                                      LocalPort => $port, Listen => 1,
+                                      ReuseAddr => 1)
+            or next;
+        close $s;
+        $ports_given{$port} = 1;
+        return $port;
+    }
+
+    die "free port: none found below $low\n";
 }
 
 # A port that refuses every connection for the rest of the run: bound, so
