@@ -801,7 +801,7 @@ char *ngx_platform_metrics_buckets(ngx_conf_t *cf, ngx_command_t *cmd,
 void ngx_platform_metrics_init_buckets(ngx_platform_main_conf_t *pmcf);
 
 
-/* ngx_platform_status.c: health and metrics endpoints, pool gauges */
+/* ngx_platform_prometheus.c: the metrics endpoint and the pools' gauges */
 
 void ngx_platform_metrics_init_process(ngx_cycle_t *cycle);
 

@@ -4,7 +4,8 @@
  * histograms and their bounds (platform_metrics_buckets) live in a shared
  * memory zone, so that every worker reports the same totals and they
  * survive a reload. The transports, runners and the request core feed
- * it; ngx_platform_status.c reads it. It uses nothing above the floor.
+ * it; ngx_platform_prometheus.c reads it. It uses nothing above the
+ * floor.
  */
 
 
