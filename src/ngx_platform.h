@@ -562,6 +562,24 @@ char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
     ngx_str_t *args, ngx_uint_t nargs);
 
 
+/* ngx_platform_log.c: lines a flood would repeat, limited per worker */
+
+#define NGX_PLATFORM_LOG_PG_REJECTED    0
+#define NGX_PLATFORM_LOG_PG_FAILED      1
+#define NGX_PLATFORM_LOG_KEY_REFUSED    2
+#define NGX_PLATFORM_LOG_TOKEN_REFUSED  3
+#define NGX_PLATFORM_LOG_SIGNATURE      4
+#define NGX_PLATFORM_LOG_REDIS_FAILED   5
+#define NGX_PLATFORM_LOG_KINDS          6
+
+/*
+ * for "if (ngx_platform_log_allowed(kind, level, log)) ngx_log_error(...)":
+ * at most a few lines of a kind a second, then one that counts the rest
+ */
+ngx_uint_t ngx_platform_log_allowed(ngx_uint_t kind, ngx_uint_t level,
+    ngx_log_t *log);
+
+
 /* ngx_platform_conf_file.c: files that directives name */
 
 /* the file, NUL-ended, in cf->pool: NGX_CONF_OK, else logged */

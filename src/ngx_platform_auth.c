@@ -316,8 +316,12 @@ ngx_platform_auth_invalid_token(ngx_http_request_t *r,
     u_char  *p;
     size_t   len;
 
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "platform: bearer token refused: %s", reason);
+    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_TOKEN_REFUSED,
+                                 NGX_LOG_INFO, r->connection->log))
+    {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "platform: bearer token refused: %s", reason);
+    }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_REFUSED);
 
@@ -442,8 +446,12 @@ ngx_platform_auth_apikey_digest(ngx_http_request_t *r, ngx_str_t *key,
     }
 
     if (!ok) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "platform: API key refused: malformed");
+        if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_KEY_REFUSED,
+                                     NGX_LOG_INFO, r->connection->log))
+        {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "platform: API key refused: malformed");
+        }
 
         ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 
@@ -578,8 +586,12 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     if (!valid) {
         /* unknown, revoked or a wrong secret: one answer for all */
 
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "platform: API key refused: unknown or revoked");
+        if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_KEY_REFUSED,
+                                     NGX_LOG_INFO, r->connection->log))
+        {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "platform: API key refused: unknown or revoked");
+        }
 
         ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 
@@ -613,9 +625,13 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         }
 
         if (i == plcf->apikey_scopes->nelts) {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "platform: API key refused: scope \"%V\" is not "
-                          "accepted here", scope);
+            if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_KEY_REFUSED,
+                                         NGX_LOG_INFO, r->connection->log))
+            {
+                ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                              "platform: API key refused: scope \"%V\" is "
+                              "not accepted here", scope);
+            }
 
             ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 

@@ -432,10 +432,15 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
-    ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "platform: PostgreSQL %s, statement \"%s\" rejected",
-                  pgp->nconns ? "pool and queue are full" : "is unavailable",
-                  op->calls[op->first].stmt->name);
+    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_PG_REJECTED, NGX_LOG_WARN,
+                                 log))
+    {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "platform: PostgreSQL %s, statement \"%s\" rejected",
+                      pgp->nconns ? "pool and queue are full"
+                                  : "is unavailable",
+                      op->calls[op->first].stmt->name);
+    }
 
     ngx_platform_pg_op_free(op);
 
@@ -1619,9 +1624,12 @@ static ngx_int_t
 ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res)
 {
-    char  *message;
+    char        *message, *state;
+    ngx_uint_t   level;
 
-    if (ngx_strcmp(ngx_platform_pg_sqlstate(res), "57014") == 0) {
+    state = ngx_platform_pg_sqlstate(res);
+
+    if (ngx_strcmp(state, "57014") == 0) {
         /* statement_timeout */
         ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
         return NGX_PLATFORM_TIMEOUT;
@@ -1629,12 +1637,24 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_ERRORS);
 
+    /*
+     * a constraint a client's change ran into (a conflict, a reference)
+     * or a race between clients (retried) is their outcome, not a fault
+     */
+
+    level = (ngx_strncmp(state, "23", 2) == 0
+             || ngx_strncmp(state, "40", 2) == 0)
+            ? NGX_LOG_INFO : NGX_LOG_ERR;
+
     message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
-    ngx_log_error(NGX_LOG_ERR, ngx_platform_pg_log(pc->pool, op), 0,
-                  "platform: statement \"%s\" failed: SQLSTATE %s: %s",
-                  stmt->name, ngx_platform_pg_sqlstate(res),
-                  message ? message : "no message");
+    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_PG_FAILED, level,
+                                 ngx_platform_pg_log(pc->pool, op)))
+    {
+        ngx_log_error(level, ngx_platform_pg_log(pc->pool, op), 0,
+                      "platform: statement \"%s\" failed: SQLSTATE %s: %s",
+                      stmt->name, state, message ? message : "no message");
+    }
 
     return NGX_ERROR;
 }
