@@ -565,7 +565,7 @@ char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
 /* ngx_platform_log.c: lines a flood would repeat, limited per worker */
 
 #define NGX_PLATFORM_LOG_PG_REJECTED    0
-#define NGX_PLATFORM_LOG_PG_FAILED      1
+#define NGX_PLATFORM_LOG_PG_CONFLICT    1
 #define NGX_PLATFORM_LOG_KEY_REFUSED    2
 #define NGX_PLATFORM_LOG_TOKEN_REFUSED  3
 #define NGX_PLATFORM_LOG_SIGNATURE      4

@@ -1,8 +1,8 @@
 
 /*
  * ngx_platform: lines that a flood of requests would repeat (a pool that
- * refuses, keys and tokens refused, statements that fail, Redis commands
- * that time out) are limited per worker and kind: at most
+ * refuses, keys and tokens refused, statements that run into a conflict,
+ * Redis commands that fail) are limited per worker and kind: at most
  * NGX_PLATFORM_LOG_BURST lines a second, then one line saying how many
  * were left out, so that no client can fill the disk with the log.
  */
@@ -29,7 +29,7 @@ typedef struct {
 static ngx_platform_log_kind_t  ngx_platform_log_kinds[NGX_PLATFORM_LOG_KINDS]
     = {
     { "PostgreSQL rejection", 0, 0, 0 },
-    { "PostgreSQL statement failure", 0, 0, 0 },
+    { "PostgreSQL conflict", 0, 0, 0 },
     { "API key refusal", 0, 0, 0 },
     { "bearer token refusal", 0, 0, 0 },
     { "webhook signature refusal", 0, 0, 0 },

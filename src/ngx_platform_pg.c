@@ -1625,7 +1625,7 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res)
 {
     char        *message, *state;
-    ngx_uint_t   level;
+    ngx_uint_t   level, conflict;
 
     state = ngx_platform_pg_sqlstate(res);
 
@@ -1639,17 +1639,19 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
 
     /*
      * a constraint a client's change ran into (a conflict, a reference)
-     * or a race between clients (retried) is their outcome, not a fault
+     * or a race between clients (retried) is their outcome, which a flood
+     * repeats: info, and limited; any other failure is a fault to see
      */
 
-    level = (ngx_strncmp(state, "23", 2) == 0
-             || ngx_strncmp(state, "40", 2) == 0)
-            ? NGX_LOG_INFO : NGX_LOG_ERR;
+    conflict = (ngx_strncmp(state, "23", 2) == 0
+                || ngx_strncmp(state, "40", 2) == 0);
+    level = conflict ? NGX_LOG_INFO : NGX_LOG_ERR;
 
     message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
-    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_PG_FAILED, level,
-                                 ngx_platform_pg_log(pc->pool, op)))
+    if (!conflict
+        || ngx_platform_log_allowed(NGX_PLATFORM_LOG_PG_CONFLICT, level,
+                                    ngx_platform_pg_log(pc->pool, op)))
     {
         ngx_log_error(level, ngx_platform_pg_log(pc->pool, op), 0,
                       "platform: statement \"%s\" failed: SQLSTATE %s: %s",
