@@ -128,7 +128,12 @@ for (1 .. 3) {
     $t->request('GET', '/validate-otp/000000', headers => \%a);
 }
 
-($m) = scrape();
+# a request is counted in its log phase, after its answer has left: the
+# scrape, perhaps on the other worker, may come first
+$t->wait_until(sub {
+    ($m) = scrape();
+    ($m->{'platform_requests_total{family="otp",status="404"}'} // 0) >= 3;
+}, 5);
 
 my $h = histogram($m, $req, $tms2);
 well_formed($h, 'tms 2xx');
@@ -176,7 +181,10 @@ ok($t->reload("    platform_metrics_buckets 5ms 1s 1.5s;\n$conf"),
 ok(!defined histogram($m, $req, $tms2)->{count},
    'the histograms start afresh');
 is(order($order)->{status}, 200, 'an order');
-($m) = scrape();
+$t->wait_until(sub {
+    ($m) = scrape();
+    ($m->{'platform_requests_total{family="tms",status="200"}'} // 0) >= 7;
+}, 5);
 $h = histogram($m, $req, $tms2);
 is_deeply([ map { $_->[0] } @{$h->{buckets}} ], [ qw(0.005 1 1.5 +Inf) ],
           'counted with the new bounds');
