@@ -572,12 +572,17 @@ char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
 #define NGX_PLATFORM_LOG_REDIS_FAILED   5
 #define NGX_PLATFORM_LOG_KINDS          6
 
-/*
- * for "if (ngx_platform_log_allowed(kind, level, log)) ngx_log_error(...)":
- * at most a few lines of a kind a second, then one that counts the rest
- */
+/* at most a few lines of a kind a second, then one that counts the rest */
 ngx_uint_t ngx_platform_log_allowed(ngx_uint_t kind, ngx_uint_t level,
     ngx_log_t *log);
+
+/* ngx_log_error(level, log, err, fmt, ...) for a line of that kind */
+#define ngx_platform_log_limited(kind, level, log, ...)                     \
+    do {                                                                    \
+        if (ngx_platform_log_allowed(kind, level, log)) {                   \
+            ngx_log_error(level, log, __VA_ARGS__);                         \
+        }                                                                   \
+    } while (0)
 
 
 /* ngx_platform_conf_file.c: files that directives name */

@@ -208,6 +208,7 @@ ngx_platform_auth_bearer_present(ngx_http_request_t *r,
 }
 
 
+
 /* bearer tokens */
 
 static ngx_int_t
@@ -316,12 +317,9 @@ ngx_platform_auth_invalid_token(ngx_http_request_t *r,
     u_char  *p;
     size_t   len;
 
-    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_TOKEN_REFUSED,
-                                 NGX_LOG_INFO, r->connection->log))
-    {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "platform: bearer token refused: %s", reason);
-    }
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_TOKEN_REFUSED, NGX_LOG_INFO,
+                             r->connection->log, 0,
+                             "platform: bearer token refused: %s", reason);
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_TOKENS_REFUSED);
 
@@ -446,12 +444,9 @@ ngx_platform_auth_apikey_digest(ngx_http_request_t *r, ngx_str_t *key,
     }
 
     if (!ok) {
-        if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_KEY_REFUSED,
-                                     NGX_LOG_INFO, r->connection->log))
-        {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "platform: API key refused: malformed");
-        }
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_KEY_REFUSED, NGX_LOG_INFO,
+                                 r->connection->log, 0,
+                                 "platform: API key refused: malformed");
 
         ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 
@@ -586,12 +581,10 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     if (!valid) {
         /* unknown, revoked or a wrong secret: one answer for all */
 
-        if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_KEY_REFUSED,
-                                     NGX_LOG_INFO, r->connection->log))
-        {
-            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                          "platform: API key refused: unknown or revoked");
-        }
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_KEY_REFUSED, NGX_LOG_INFO,
+                                 r->connection->log, 0,
+                                 "platform: API key refused: unknown or "
+                                 "revoked");
 
         ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 
@@ -625,13 +618,10 @@ ngx_platform_auth_apikey_use(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
         }
 
         if (i == plcf->apikey_scopes->nelts) {
-            if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_KEY_REFUSED,
-                                         NGX_LOG_INFO, r->connection->log))
-            {
-                ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                              "platform: API key refused: scope \"%V\" is "
-                              "not accepted here", scope);
-            }
+            ngx_platform_log_limited(NGX_PLATFORM_LOG_KEY_REFUSED, NGX_LOG_INFO,
+                                     r->connection->log, 0,
+                                     "platform: API key refused: scope "
+                                     "\"%V\" is not accepted here", scope);
 
             ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEYS_REFUSED);
 

@@ -407,27 +407,20 @@ ngx_platform_redis_outcome(ngx_http_request_t *r, redisReply *reply)
                                ngx_strlen(unavailable[i]))
                    == 0)
             {
-                if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_REDIS_FAILED,
-                                             NGX_LOG_WARN,
-                                             r->connection->log))
-                {
-                    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                                  "platform: Redis answered \"%*s\"",
-                                  ngx_min(s.len, 64), s.data);
-                }
+                ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED,
+                                         NGX_LOG_WARN, r->connection->log, 0,
+                                         "platform: Redis answered \"%*s\"",
+                                         ngx_min(s.len, 64), s.data);
 
                 return ngx_platform_backend_fail(r,
                                                  NGX_PLATFORM_UNAVAILABLE);
             }
         }
 
-        if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_REDIS_FAILED,
-                                     NGX_LOG_ERR, r->connection->log))
-        {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "platform: Redis error: \"%*s\"",
-                          ngx_min(s.len, 128), s.data);
-        }
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
+                                 r->connection->log, 0,
+                                 "platform: Redis error: \"%*s\"",
+                                 ngx_min(s.len, 128), s.data);
     }
 
     return ngx_platform_backend_fail(r, NGX_ERROR);

@@ -432,15 +432,12 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
 
-    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_PG_REJECTED, NGX_LOG_WARN,
-                                 log))
-    {
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "platform: PostgreSQL %s, statement \"%s\" rejected",
-                      pgp->nconns ? "pool and queue are full"
-                                  : "is unavailable",
-                      op->calls[op->first].stmt->name);
-    }
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_PG_REJECTED, NGX_LOG_WARN, log, 0,
+                             "platform: PostgreSQL %s, statement \"%s\" "
+                             "rejected",
+                             pgp->nconns ? "pool and queue are full"
+                                         : "is unavailable",
+                             op->calls[op->first].stmt->name);
 
     ngx_platform_pg_op_free(op);
 

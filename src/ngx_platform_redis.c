@@ -1427,11 +1427,8 @@ ngx_platform_redis_expire(ngx_platform_redis_t *rd,
     handler = cmd->handler;
     caller = cmd->data;
 
-    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
-                                 cmd->log))
-    {
-        ngx_log_error(NGX_LOG_ERR, cmd->log, 0, "redis: command timed out");
-    }
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
+                             cmd->log, 0, "redis: command timed out");
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_TIMEOUTS);
 

@@ -169,12 +169,9 @@ static ngx_int_t
 ngx_platform_webhook_refuse(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     const char *detail)
 {
-    if (ngx_platform_log_allowed(NGX_PLATFORM_LOG_SIGNATURE, NGX_LOG_INFO,
-                                 r->connection->log))
-    {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "webhooks: signature refused: %s", detail);
-    }
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_SIGNATURE, NGX_LOG_INFO,
+                             r->connection->log, 0,
+                             "webhooks: signature refused: %s", detail);
 
     ngx_str_set(&ctx->challenge,
                 "Webhook-Signature headers=\"webhook-id webhook-timestamp "
