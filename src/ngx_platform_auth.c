@@ -82,6 +82,8 @@ typedef struct {
 
 static ngx_uint_t ngx_platform_auth_bearer_present(ngx_http_request_t *r,
     ngx_platform_loc_conf_t *plcf, ngx_uint_t policy);
+static ngx_table_elt_t *ngx_platform_auth_bearer_header(
+    ngx_http_request_t *r);
 static ngx_int_t ngx_platform_auth_bearer(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
 static ngx_int_t ngx_platform_auth_invalid_token(ngx_http_request_t *r,
@@ -193,20 +195,33 @@ static ngx_uint_t
 ngx_platform_auth_bearer_present(ngx_http_request_t *r,
     ngx_platform_loc_conf_t *plcf, ngx_uint_t policy)
 {
-    ngx_table_elt_t  *h;
-
     if (!(policy & NGX_PLATFORM_AUTH_TENANT) || plcf->jwt == NULL) {
         return 0;
     }
 
-    h = r->headers_in.authorization;
-
-    return h != NULL && h->value.len >= sizeof("Bearer ") - 1
-           && ngx_strncasecmp(h->value.data, (u_char *) "Bearer ",
-                              sizeof("Bearer ") - 1)
-              == 0;
+    return ngx_platform_auth_bearer_header(r) != NULL;
 }
 
+
+/* the Authorization header when its scheme is Bearer (any case), or NULL */
+
+static ngx_table_elt_t *
+ngx_platform_auth_bearer_header(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h;
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL || h->value.len < sizeof("Bearer ") - 1
+        || ngx_strncasecmp(h->value.data, (u_char *) "Bearer ",
+                           sizeof("Bearer ") - 1)
+           != 0)
+    {
+        return NULL;
+    }
+
+    return h;
+}
 
 
 /* bearer tokens */
@@ -223,13 +238,9 @@ ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_platform_jwt_claims_t   claims;
     ngx_platform_auth_entry_t  *e;
 
-    h = r->headers_in.authorization;
+    h = ngx_platform_auth_bearer_header(r);
 
-    if (h == NULL || h->value.len < sizeof("Bearer ") - 1
-        || ngx_strncasecmp(h->value.data, (u_char *) "Bearer ",
-                           sizeof("Bearer ") - 1)
-           != 0)
-    {
+    if (h == NULL) {
         return ngx_platform_auth_unauthorized(r, "Authentication required.",
                                               "A bearer token is required.");
     }
