@@ -14,6 +14,7 @@
 #include "ngx_platform_op.h"
 #include "ngx_platform_pg.h"
 #include "ngx_platform_redis.h"
+#include "ngx_platform_rate_limit.h"
 
 
 static ngx_int_t ngx_platform_preconfiguration(ngx_conf_t *cf);
@@ -345,6 +346,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_loc_conf_t, identity_cache_time),
       NULL },
 
+    { ngx_string("platform_identity_bureau_rate"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_platform_rate_limit_bureau_conf,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_rate_limit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE23,
+      ngx_platform_rate_limit_conf,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -479,6 +494,8 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
     }
 
     ngx_platform_metrics_init_process(cycle);
+
+    ngx_platform_rate_limit_init_process(cycle);
 
     return NGX_OK;
 }
@@ -736,6 +753,8 @@ ngx_platform_create_loc_conf(ngx_conf_t *cf)
     plcf->webhook_sources = NGX_CONF_UNSET_PTR;
     plcf->webhook_methods = NGX_CONF_UNSET_PTR;
     plcf->identity_cache_time = NGX_CONF_UNSET;
+    plcf->identity_bureau_rate = NGX_CONF_UNSET_PTR;
+    plcf->rate_limits = NGX_CONF_UNSET_PTR;
 
     return plcf;
 }
@@ -789,6 +808,11 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                              "");
     ngx_conf_merge_value(conf->identity_cache_time,
                          prev->identity_cache_time, 86400);
+    ngx_conf_merge_ptr_value(conf->identity_bureau_rate,
+                             prev->identity_bureau_rate, NULL);
+
+    /* as limit_req: the limits of the nearest level that declares any */
+    ngx_conf_merge_ptr_value(conf->rate_limits, prev->rate_limits, NULL);
 
     if (conf->family == &ngx_platform_identity_family
         && conf->identity_bureau.len == 0)

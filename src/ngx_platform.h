@@ -37,6 +37,7 @@ typedef struct ngx_platform_sql_s       ngx_platform_sql_t;
 typedef struct ngx_platform_field_s     ngx_platform_field_t;
 typedef struct ngx_platform_route_s     ngx_platform_route_t;
 typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
+typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 
 
 /* envelope of a family, decisions.md section 1 */
@@ -130,7 +131,15 @@ typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
 #define NGX_PLATFORM_M_APIKEY_LOOKUPS       13
 #define NGX_PLATFORM_M_APIKEYS_REFUSED      14
 #define NGX_PLATFORM_M_PG_RETRIES           15
-#define NGX_PLATFORM_M_MAX                  16
+#define NGX_PLATFORM_M_RATE_LIMIT_LOCAL     16
+#define NGX_PLATFORM_M_MAX                  17
+
+/* what a rate limit counts, for limits and the metrics of refusals */
+#define NGX_PLATFORM_RL_TENANT              0
+#define NGX_PLATFORM_RL_CREDENTIAL          1
+#define NGX_PLATFORM_RL_ADDRESS             2
+#define NGX_PLATFORM_RL_BUREAU              3   /* identity bureau calls */
+#define NGX_PLATFORM_RL_KINDS               4
 
 /* HTTP statuses counted one by one; the last slot is "other" */
 #define NGX_PLATFORM_STATUSES               19
@@ -250,6 +259,15 @@ typedef struct {
      */
     ngx_str_t                  identity_bureau;
     time_t                     identity_cache_time;
+
+    /* identity: a tenant's budget of bureau calls; NULL: none */
+    ngx_platform_rate_limit_t *identity_bureau_rate;
+
+    /*
+     * platform_rate_limit: of ngx_platform_rate_limit_t, NULL: none; a
+     * level that declares any replaces those of the levels around it
+     */
+    ngx_array_t               *rate_limits;
 } ngx_platform_loc_conf_t;
 
 
@@ -481,6 +499,16 @@ struct ngx_platform_ctx_s {
     /* what continues the request once authentication has waited */
     ngx_platform_resume_pt     resume;
 
+    /* the step of its admission a request that waited goes on with */
+    ngx_uint_t                 step;
+
+    /* the rate limits checked: RateLimit-Policy and RateLimit values */
+    ngx_str_t                  rate_policy;
+    ngx_str_t                  rate_limit;
+
+    /* Retry-After of a 429 or 503 in seconds; 0: none for 429, 1 for 503 */
+    time_t                     retry_after;
+
     /* the operation was retried after a serialization failure */
     unsigned                   retried:1;
     /* scope above is set */
@@ -535,6 +563,13 @@ ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
  */
 ngx_int_t ngx_platform_require_header(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
+
+/*
+ * The client as limits and attempt counters count it: an IPv4 address,
+ * or the /64 of an IPv6 one (an IPv4-mapped address is its IPv4 address)
+ */
+ngx_int_t ngx_platform_client_address(ngx_http_request_t *r,
+    ngx_str_t *client);
 
 /* a tenant, country or user name: 1 to 128 printable, no ':' */
 ngx_int_t ngx_platform_name_valid(u_char *p, size_t len);
@@ -818,6 +853,9 @@ ngx_int_t ngx_platform_webhooks_check_locations(ngx_conf_t *cf);
 ngx_int_t ngx_platform_metrics_add_zone(ngx_conf_t *cf);
 ngx_int_t ngx_platform_metrics_log_handler(ngx_http_request_t *r);
 void ngx_platform_metric_inc(ngx_uint_t metric);
+/* a request refused with 429 by a rate limit of a kind (NGX_PLATFORM_RL_*) */
+void ngx_platform_metrics_limited(ngx_platform_family_t *family,
+    ngx_uint_t kind);
 void ngx_platform_metrics_observe(ngx_uint_t histogram, ngx_msec_t ms);
 char *ngx_platform_metrics_buckets(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

@@ -5,9 +5,10 @@
  * query arguments, body), reading and parsing the body, and running the
  * endpoint's operation.
  *
- * A request goes: route (404, 405), credentials and tenancy headers
- * (ngx_platform_auth.c: 401, 403, 400), declared inputs (400, 403),
- * body (415, 413, 400), then the endpoint's operation.
+ * A request goes: route (404, 405), the address's rate limits (429),
+ * credentials and tenancy headers (ngx_platform_auth.c: 401, 403, 400),
+ * the tenant's and the credential's rate limits (429), declared inputs
+ * (400, 403), body (415, 413, 400), then the endpoint's operation.
  */
 
 
@@ -16,6 +17,19 @@
 #include <ngx_http.h>
 
 #include "ngx_platform.h"
+#include "ngx_platform_rate_limit.h"
+
+
+/*
+ * The steps of a request's admission, each of which may wait for a
+ * backend: the address's rate limits, before anything else may cost a
+ * backend anything (an API key's lookup); the credentials; the tenant's
+ * and the credential's rate limits.
+ */
+#define NGX_PLATFORM_STEP_ADDRESS      0
+#define NGX_PLATFORM_STEP_CREDENTIALS  1
+#define NGX_PLATFORM_STEP_IDENTITY     2
+#define NGX_PLATFORM_STEP_ADMITTED     3
 
 
 /* bodies this large are read and parsed in the thread pool */
@@ -46,6 +60,8 @@ struct ngx_platform_body_work_s {
 };
 
 
+static ngx_int_t ngx_platform_admit(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
 static void ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_int_t ngx_platform_check_inputs(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
@@ -96,11 +112,11 @@ ngx_platform_handler(ngx_http_request_t *r)
     rc = ngx_platform_route(r, ctx, plcf->routes);
 
     if (rc == NGX_OK) {
-        rc = ngx_platform_authenticate(r, ctx, ngx_platform_continue);
+        rc = ngx_platform_admit(r, ctx);
     }
 
     if (rc == NGX_DONE) {
-        /* an API key is looked up; ngx_platform_continue() follows */
+        /* a limit or an API key is looked up; ngx_platform_continue() */
         r->read_event_handler = ngx_platform_check_broken_connection;
         return NGX_DONE;
     }
@@ -113,7 +129,44 @@ ngx_platform_handler(ngx_http_request_t *r)
 }
 
 
-/* what authentication resumes once an API key's lookup has answered */
+/*
+ * The steps of admission from ctx->step on: NGX_OK once all have let
+ * the request in, NGX_DONE when one waits for a backend (it then calls
+ * ngx_platform_continue()), else what refused it.
+ */
+
+static ngx_int_t
+ngx_platform_admit(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    rc = NGX_OK;
+
+    while (rc == NGX_OK && ctx->step < NGX_PLATFORM_STEP_ADMITTED) {
+
+        switch (ctx->step++) {
+
+        case NGX_PLATFORM_STEP_ADDRESS:
+            rc = ngx_platform_rate_limit(r, ctx, NGX_PLATFORM_RL_ANONYMOUS,
+                                         ngx_platform_continue);
+            break;
+
+        case NGX_PLATFORM_STEP_CREDENTIALS:
+            rc = ngx_platform_authenticate(r, ctx, ngx_platform_continue);
+            break;
+
+        default: /* NGX_PLATFORM_STEP_IDENTITY */
+            rc = ngx_platform_rate_limit(r, ctx, NGX_PLATFORM_RL_IDENTIFIED,
+                                         ngx_platform_continue);
+            break;
+        }
+    }
+
+    return rc;
+}
+
+
+/* what a step that waited resumes with: the next steps, or the refusal */
 
 static void
 ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
@@ -124,6 +177,17 @@ ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
 
     r->read_event_handler = ngx_http_block_reading;
 
+    if (rc == NGX_OK) {
+        rc = ngx_platform_admit(r, ctx);
+    }
+
+    if (rc == NGX_DONE) {
+        /* the next step waits with a count of its own; this one's goes */
+        r->read_event_handler = ngx_platform_check_broken_connection;
+        ngx_http_finalize_request(r, NGX_DONE);
+        return;
+    }
+
     if (rc != NGX_OK) {
         ngx_http_finalize_request(r, ngx_platform_refuse(r, rc));
         return;
@@ -133,7 +197,7 @@ ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
 
     /*
      * NGX_DONE: the body reader or a backend took a count of its own;
-     * the lookup's count is dropped either way
+     * the wait's count is dropped either way
      */
 
     ngx_http_finalize_request(r, rc);

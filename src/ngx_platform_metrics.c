@@ -54,6 +54,21 @@ ngx_platform_metric_inc(ngx_uint_t metric)
     }
 }
 
+
+void
+ngx_platform_metrics_limited(ngx_platform_family_t *family, ngx_uint_t kind)
+{
+    ngx_platform_shm_t  *shm;
+
+    shm = ngx_platform_metrics_zone;
+
+    if (shm && family && family->index < NGX_PLATFORM_FAMILIES_MAX
+        && kind < NGX_PLATFORM_RL_KINDS)
+    {
+        (void) ngx_atomic_fetch_add(&shm->limited[family->index][kind], 1);
+    }
+}
+
 /* a round trip to a backend: NGX_PLATFORM_H_* */
 
 void

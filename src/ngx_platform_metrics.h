@@ -44,6 +44,10 @@ typedef struct {
                                          [NGX_PLATFORM_STATUSES];
     ngx_atomic_t                 counters[NGX_PLATFORM_M_MAX];
 
+    /* requests refused with 429 by a rate limit, by family and its kind */
+    ngx_atomic_t                 limited[NGX_PLATFORM_FAMILIES_MAX]
+                                        [NGX_PLATFORM_RL_KINDS];
+
     /* the bounds the histograms count with, in milliseconds */
     ngx_atomic_t                 nbuckets;
     ngx_atomic_t                 bounds[NGX_PLATFORM_BUCKETS_MAX];

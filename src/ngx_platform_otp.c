@@ -28,8 +28,6 @@ static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static u_char *ngx_platform_otp_number(u_char *p, uint64_t n);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
-static ngx_int_t ngx_platform_otp_client(ngx_http_request_t *r,
-    ngx_str_t *client);
 static void ngx_platform_otp_done(void *data, redisReply *reply,
     ngx_int_t rc);
 static ngx_int_t ngx_platform_otp_respond(ngx_http_request_t *r,
@@ -181,7 +179,7 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
-    if (ngx_platform_otp_client(r, &client) != NGX_OK) {
+    if (ngx_platform_client_address(r, &client) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -263,83 +261,6 @@ ngx_platform_otp_number(u_char *p, uint64_t n)
     } while (n);
 
     return ngx_cpymem(p, d, digits + NGX_INT64_LEN - d);
-}
-
-
-/*
- * Whose attempts these are: an IPv4 address, or the /64 of an IPv6 one,
- * since one host often holds a whole /64; an IPv4-mapped address is its
- * IPv4 address. Read from the sockaddr, which the realip module replaces,
- * so the address an operator trusts is the one counted.
- */
-
-static ngx_int_t
-ngx_platform_otp_client(ngx_http_request_t *r, ngx_str_t *client)
-{
-    u_char               *p;
-    ngx_connection_t     *c;
-    struct sockaddr_in   *sin;
-#if (NGX_HAVE_INET6)
-    size_t                n;
-    u_char                prefix[16];
-    struct sockaddr_in6  *sin6;
-#endif
-
-    c = r->connection;
-
-    switch (c->sockaddr->sa_family) {
-
-    case AF_INET:
-        if (c->addr_text.len) {
-            /* the address as text, set on accept and by realip alike */
-            *client = c->addr_text;
-            return NGX_OK;
-        }
-
-        sin = (struct sockaddr_in *) c->sockaddr;
-        p = (u_char *) &sin->sin_addr;
-        break;
-
-#if (NGX_HAVE_INET6)
-    case AF_INET6:
-        sin6 = (struct sockaddr_in6 *) c->sockaddr;
-
-        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
-            p = &sin6->sin6_addr.s6_addr[12];
-            break;
-        }
-
-        client->data = ngx_pnalloc(r->pool,
-                                   NGX_INET6_ADDRSTRLEN + sizeof("/64") - 1);
-        if (client->data == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(prefix, sin6->sin6_addr.s6_addr, 8);
-        ngx_memzero(&prefix[8], 8);
-
-        n = ngx_inet6_ntop(prefix, client->data, NGX_INET6_ADDRSTRLEN);
-        client->len = ngx_cpymem(client->data + n, "/64", 3) - client->data;
-
-        return NGX_OK;
-#endif
-
-    default:
-        /* a unix socket: every client is the same one */
-        *client = c->addr_text;
-        return NGX_OK;
-    }
-
-    client->data = ngx_pnalloc(r->pool, NGX_INET_ADDRSTRLEN);
-    if (client->data == NULL) {
-        return NGX_ERROR;
-    }
-
-    client->len = ngx_sprintf(client->data, "%ud.%ud.%ud.%ud",
-                              p[0], p[1], p[2], p[3])
-                  - client->data;
-
-    return NGX_OK;
 }
 
 

@@ -122,7 +122,15 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     { "platform_apikeys_refused_total",
       "API keys refused: malformed, unknown, revoked or of another scope." },
     { "platform_pg_retries_total",
-      "Statements run again after a serialization failure or deadlock." }
+      "Statements run again after a serialization failure or deadlock." },
+    { "platform_rate_limit_local_total",
+      "Rate limit decisions a worker took alone because Redis could not "
+      "answer." }
+};
+
+
+static char  *ngx_platform_rate_limit_kinds[NGX_PLATFORM_RL_KINDS] = {
+    "tenant", "credential", "address", "bureau"
 };
 
 
@@ -161,6 +169,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     size = 4096
            + NGX_PLATFORM_FAMILIES_MAX * NGX_PLATFORM_STATUSES * 96
            + NGX_PLATFORM_M_MAX * 256
+           + NGX_PLATFORM_FAMILIES_MAX * NGX_PLATFORM_RL_KINDS * 96
            + NGX_PLATFORM_WORKERS_MAX * 12 * 96
            + (histograms + 4) * (NGX_PLATFORM_BUCKETS_MAX + 3) * 192;
 
@@ -190,7 +199,7 @@ ngx_platform_metrics(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 static u_char *
 ngx_platform_metrics_counters(u_char *p, ngx_platform_shm_t *shm)
 {
-    ngx_uint_t  f, s, m, n;
+    ngx_uint_t  f, s, k, m, n;
 
     p = ngx_sprintf(p,
                     "# HELP platform_requests_total Requests answered by "
@@ -215,6 +224,26 @@ ngx_platform_metrics_counters(u_char *p, ngx_platform_shm_t *shm)
                                    "status=\"other\"} %ui\n",
                                 &ngx_platform_families[f]->name, n);
             }
+        }
+    }
+
+    p = ngx_sprintf(p,
+                    "# HELP platform_rate_limited_total Requests refused "
+                    "with 429 by a rate limit, by family and the kind of "
+                    "the limit.\n"
+                    "# TYPE platform_rate_limited_total counter\n");
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        for (k = 0; k < NGX_PLATFORM_RL_KINDS; k++) {
+            n = shm->limited[f][k];
+            if (n == 0) {
+                continue;
+            }
+
+            p = ngx_sprintf(p, "platform_rate_limited_total{family=\"%V\","
+                               "kind=\"%s\"} %ui\n",
+                            &ngx_platform_families[f]->name,
+                            ngx_platform_rate_limit_kinds[k], n);
         }
     }
 

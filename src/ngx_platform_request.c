@@ -379,6 +379,84 @@ ngx_platform_require_header(ngx_http_request_t *r, char *name,
 
 
 /*
+ * Whose requests these are, for OTP attempts and rate limits: an IPv4
+ * address, or the /64 of an IPv6 one, since one host often holds a whole
+ * /64; an IPv4-mapped address is its IPv4 address. Read from the
+ * sockaddr, which the realip module replaces, so the address an operator
+ * trusts is the one counted.
+ */
+
+ngx_int_t
+ngx_platform_client_address(ngx_http_request_t *r, ngx_str_t *client)
+{
+    u_char               *p;
+    ngx_connection_t     *c;
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    size_t                n;
+    u_char                prefix[16];
+    struct sockaddr_in6  *sin6;
+#endif
+
+    c = r->connection;
+
+    switch (c->sockaddr->sa_family) {
+
+    case AF_INET:
+        if (c->addr_text.len) {
+            /* the address as text, set on accept and by realip alike */
+            *client = c->addr_text;
+            return NGX_OK;
+        }
+
+        sin = (struct sockaddr_in *) c->sockaddr;
+        p = (u_char *) &sin->sin_addr;
+        break;
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) c->sockaddr;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            p = &sin6->sin6_addr.s6_addr[12];
+            break;
+        }
+
+        client->data = ngx_pnalloc(r->pool,
+                                   NGX_INET6_ADDRSTRLEN + sizeof("/64") - 1);
+        if (client->data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(prefix, sin6->sin6_addr.s6_addr, 8);
+        ngx_memzero(&prefix[8], 8);
+
+        n = ngx_inet6_ntop(prefix, client->data, NGX_INET6_ADDRSTRLEN);
+        client->len = ngx_cpymem(client->data + n, "/64", 3) - client->data;
+
+        return NGX_OK;
+#endif
+
+    default:
+        /* a unix socket: every client is the same one */
+        *client = c->addr_text;
+        return NGX_OK;
+    }
+
+    client->data = ngx_pnalloc(r->pool, NGX_INET_ADDRSTRLEN);
+    if (client->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    client->len = ngx_sprintf(client->data, "%ud.%ud.%ud.%ud",
+                              p[0], p[1], p[2], p[3])
+                  - client->data;
+
+    return NGX_OK;
+}
+
+
+/*
  * A tenant, country or user: 1 to 128 printable ASCII characters, no
  * space and no ':', the separator of the Redis keys built from them (so
  * that no name can spell another's key). The same rule for a header and

@@ -34,6 +34,8 @@ static u_char *ngx_platform_envelope_b(u_char *p, ngx_platform_answer_t *a);
 static ngx_int_t ngx_platform_common_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_error_headers(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t status);
+static ngx_int_t ngx_platform_retry_after(ngx_http_request_t *r,
+    time_t seconds);
 static const char *ngx_platform_status_text(ngx_uint_t status);
 static u_char *ngx_platform_json_escape(u_char *dst, u_char *src,
     size_t len);
@@ -326,8 +328,16 @@ ngx_platform_error_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     switch (status) {
 
     case NGX_HTTP_SERVICE_UNAVAILABLE:
-        ngx_str_set(&value, "1");
-        return ngx_platform_add_header(r, "Retry-After", &value);
+        return ngx_platform_retry_after(r, ctx->retry_after ? ctx->retry_after
+                                                            : 1);
+
+    case 429:
+        /* a rate limit's wait; code that knows another sends its own */
+        if (ctx->retry_after) {
+            return ngx_platform_retry_after(r, ctx->retry_after);
+        }
+
+        return NGX_OK;
 
     case NGX_HTTP_UNAUTHORIZED:
         if (ctx->challenge.len) {
@@ -349,6 +359,27 @@ ngx_platform_error_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     default:
         return NGX_OK;
     }
+}
+
+
+static ngx_int_t
+ngx_platform_retry_after(ngx_http_request_t *r, time_t seconds)
+{
+    ngx_str_t  value;
+
+    if (seconds == 1) {
+        ngx_str_set(&value, "1");
+        return ngx_platform_add_header(r, "Retry-After", &value);
+    }
+
+    value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+    if (value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    value.len = ngx_sprintf(value.data, "%T", seconds) - value.data;
+
+    return ngx_platform_add_header(r, "Retry-After", &value);
 }
 
 
@@ -442,8 +473,9 @@ ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
 
 /*
  * Every response of the module: marked answered (the error page filter
- * leaves it alone), with X-Request-Id and, for Envelope A,
- * Content-Language
+ * leaves it alone), with X-Request-Id, for Envelope A Content-Language,
+ * and where rate limits were checked their RateLimit-Policy and
+ * RateLimit (draft-ietf-httpapi-ratelimit-headers-09)
  */
 
 static ngx_int_t
@@ -474,6 +506,16 @@ ngx_platform_common_headers(ngx_http_request_t *r)
         }
 
         if (ngx_platform_add_header(r, "Content-Language", &lang) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ctx->rate_policy.len) {
+        if (ngx_platform_add_header(r, "RateLimit-Policy", &ctx->rate_policy)
+            != NGX_OK
+            || ngx_platform_add_header(r, "RateLimit", &ctx->rate_limit)
+               != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }

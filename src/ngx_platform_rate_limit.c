@@ -1,0 +1,960 @@
+
+/*
+ * ngx_platform: fleet-wide rate limits (issue 23, section 1).
+ *
+ * platform_rate_limit limits requests per tenant, per credential (an API
+ * key's id, a token's sub) or per client address (IPv4, or the /64 of an
+ * IPv6 address); platform_identity_bureau_rate limits a tenant's paid
+ * bureau calls. Each limit is a GCRA: one key in Redis holds the
+ * theoretical arrival time, one script reads and moves it, with Redis's
+ * TIME as the clock of the whole fleet. The key's hash tag is the limited
+ * identity, so the same declared limit shares its budget across the
+ * locations and nginx instances that declare it, and the keys of one
+ * identity land on one Redis Cluster slot.
+ *
+ * When Redis cannot answer (not connected, timed out, an error), each
+ * worker decides alone with the rate divided by worker_processes, in a
+ * table of a fixed number of identities (the least recently used
+ * forgotten); the outage is logged once, its decisions counted.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <ngx_sha1.h>
+
+#include "ngx_platform.h"
+#include "ngx_platform_redis.h"
+#include "ngx_platform_rate_limit.h"
+
+
+/* an identity longer than this is keyed by its SHA-1 */
+#define NGX_PLATFORM_RL_ID_MAX      64
+
+/* identities each worker's fallback remembers */
+#define NGX_PLATFORM_RL_LOCAL_MAX   4096
+
+/* rates: at most a million requests per period, one microsecond apart */
+#define NGX_PLATFORM_RL_RATE_MAX    1000000
+#define NGX_PLATFORM_RL_BURST_MAX   1000000
+
+
+typedef struct ngx_platform_rl_state_s  ngx_platform_rl_state_t;
+
+
+/* one limit checked for one identity */
+
+typedef struct {
+    ngx_platform_rate_limit_t  *limit;
+    ngx_platform_rl_state_t    *state;
+    ngx_str_t                   key;
+    uint64_t                    remaining;
+    uint64_t                    retry;      /* ms until one more is allowed */
+    uint64_t                    reset;      /* ms until the budget is whole */
+    unsigned                    refused:1;
+} ngx_platform_rl_check_t;
+
+
+/* the limits of one stage of a request */
+
+struct ngx_platform_rl_state_s {
+    ngx_http_request_t         *request;
+    ngx_platform_resume_pt      resume;
+    ngx_uint_t                  n;
+    ngx_uint_t                  pending;
+    ngx_platform_rl_check_t     checks[NGX_PLATFORM_RL_KINDS];
+};
+
+
+/* an identity of the fallback: its key's SHA-1 and its arrival time */
+
+typedef struct {
+    ngx_rbtree_node_t           node;
+    ngx_queue_t                 queue;
+    u_char                      digest[20];
+    uint64_t                    tat;        /* microseconds */
+} ngx_platform_rl_local_t;
+
+
+static ngx_int_t ngx_platform_rl_start(ngx_http_request_t *r,
+    ngx_platform_rl_state_t *st);
+static ngx_int_t ngx_platform_rl_id(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_uint_t kind, ngx_str_t *id);
+static ngx_int_t ngx_platform_rl_key(ngx_http_request_t *r,
+    ngx_platform_rl_check_t *check, ngx_str_t *id);
+static ngx_int_t ngx_platform_rl_send(ngx_http_request_t *r,
+    ngx_platform_rl_check_t *check);
+static void ngx_platform_rl_done(void *data, redisReply *reply,
+    ngx_int_t rc);
+static ngx_int_t ngx_platform_rl_reply(ngx_platform_rl_check_t *check,
+    redisReply *reply);
+static void ngx_platform_rl_local(ngx_log_t *log,
+    ngx_platform_rl_check_t *check);
+static ngx_platform_rl_local_t *ngx_platform_rl_local_entry(u_char *digest);
+static void ngx_platform_rl_rbtree_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static ngx_int_t ngx_platform_rl_decide(ngx_http_request_t *r,
+    ngx_platform_rl_state_t *st);
+static ngx_int_t ngx_platform_rl_headers(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_platform_rl_state_t *st);
+static char *ngx_platform_rl_parse(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t n, ngx_uint_t kind, ngx_platform_rate_limit_t *limit);
+
+
+static ngx_str_t  ngx_platform_rl_kinds[NGX_PLATFORM_RL_KINDS] = {
+    ngx_string("tenant"),
+    ngx_string("credential"),
+    ngx_string("address"),
+    ngx_string("bureau")
+};
+
+
+/*
+ * GCRA in one round trip. KEYS[1] the identity's key, ARGV[1] the
+ * interval in microseconds, ARGV[2] the burst. The key holds the
+ * theoretical arrival time and expires when the budget is whole again.
+ * Returns {allowed, remaining, ms until one more is allowed, ms until
+ * the budget is whole}.
+ */
+
+static ngx_platform_redis_script_t  ngx_platform_rl_script = {
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "local interval = tonumber(ARGV[1])\n"
+    "local budget = interval * (tonumber(ARGV[2]) + 1)\n"
+    "local tat = tonumber(redis.call('GET', KEYS[1])) or now\n"
+    "if tat < now then\n"
+    "  tat = now\n"
+    "end\n"
+    "local next = tat + interval\n"
+    "if next - now > budget then\n"
+    "  return {0, 0, math.ceil((next - budget - now) / 1000),\n"
+    "          math.ceil((tat - now) / 1000)}\n"
+    "end\n"
+    "redis.call('SET', KEYS[1], string.format('%.0f', next),\n"
+    "           'PX', math.ceil((next - now) / 1000))\n"
+    "return {1, math.floor((budget - next + now) / interval), 0,\n"
+    "        math.ceil((next - now) / 1000)}\n",
+    ""
+};
+
+
+/* the fallback's table, allocated when Redis first fails to answer */
+
+static ngx_rbtree_t              ngx_platform_rl_tree;
+static ngx_rbtree_node_t         ngx_platform_rl_sentinel;
+static ngx_queue_t               ngx_platform_rl_lru;
+static ngx_queue_t               ngx_platform_rl_free;
+static ngx_platform_rl_local_t  *ngx_platform_rl_entries;
+
+static ngx_uint_t                ngx_platform_rl_workers = 1;
+
+/* Redis failed to answer and has not answered since: logged once */
+static ngx_uint_t                ngx_platform_rl_outage;
+
+
+ngx_int_t
+ngx_platform_rate_limit(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_uint_t stage, ngx_platform_resume_pt resume)
+{
+    ngx_str_t                   id;
+    ngx_uint_t                  i, anonymous;
+    ngx_platform_rl_state_t    *st;
+    ngx_platform_rl_check_t    *check;
+    ngx_platform_loc_conf_t    *plcf;
+    ngx_platform_rate_limit_t  *limits;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (plcf->rate_limits == NULL) {
+        return NGX_OK;
+    }
+
+    st = NULL;
+    limits = plcf->rate_limits->elts;
+
+    for (i = 0; i < plcf->rate_limits->nelts; i++) {
+
+        anonymous = (limits[i].kind == NGX_PLATFORM_RL_ADDRESS);
+
+        if (anonymous != (stage == NGX_PLATFORM_RL_ANONYMOUS)) {
+            continue;
+        }
+
+        if (ngx_platform_rl_id(r, ctx, limits[i].kind, &id) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (id.len == 0) {
+            /* an anonymous request has no tenant to limit */
+            continue;
+        }
+
+        if (st == NULL) {
+            st = ngx_pcalloc(r->pool, sizeof(ngx_platform_rl_state_t));
+            if (st == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
+
+        check = &st->checks[st->n++];
+        check->limit = &limits[i];
+
+        if (ngx_platform_rl_key(r, check, &id) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
+    if (st == NULL) {
+        return NGX_OK;
+    }
+
+    st->resume = resume;
+
+    return ngx_platform_rl_start(r, st);
+}
+
+
+ngx_int_t
+ngx_platform_rate_limit_one(ngx_http_request_t *r,
+    ngx_platform_rate_limit_t *limit, ngx_str_t *id,
+    ngx_platform_resume_pt resume)
+{
+    ngx_platform_rl_state_t  *st;
+
+    st = ngx_pcalloc(r->pool, sizeof(ngx_platform_rl_state_t));
+    if (st == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    st->resume = resume;
+    st->n = 1;
+    st->checks[0].limit = limit;
+
+    if (ngx_platform_rl_key(r, &st->checks[0], id) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_platform_rl_start(r, st);
+}
+
+
+/* every check sent together; those Redis cannot take decided here */
+
+static ngx_int_t
+ngx_platform_rl_start(ngx_http_request_t *r, ngx_platform_rl_state_t *st)
+{
+    ngx_int_t   rc;
+    ngx_uint_t  i;
+
+    st->request = r;
+
+    for (i = 0; i < st->n; i++) {
+        st->checks[i].state = st;
+
+        rc = ngx_platform_rl_send(r, &st->checks[i]);
+
+        if (rc == NGX_DONE) {
+            st->pending++;
+            continue;
+        }
+
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_platform_rl_local(r->connection->log, &st->checks[i]);
+    }
+
+    if (st->pending) {
+        r->main->count++;
+        return NGX_DONE;
+    }
+
+    return ngx_platform_rl_decide(r, st);
+}
+
+
+/*
+ * Who the limit's kind counts: the tenant after authentication, the API
+ * key's id or else the token's sub, the client's address; empty when the
+ * request has none.
+ */
+
+static ngx_int_t
+ngx_platform_rl_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_uint_t kind, ngx_str_t *id)
+{
+    ngx_platform_identity_t  *ident;
+
+    ident = &ctx->identity;
+
+    switch (kind) {
+
+    case NGX_PLATFORM_RL_ADDRESS:
+        return ngx_platform_client_address(r, id);
+
+    case NGX_PLATFORM_RL_CREDENTIAL:
+        if (ident->apikey) {
+            *id = ident->key_id;
+
+        } else if (ident->bearer) {
+            *id = ident->subject;
+
+        } else {
+            ngx_str_null(id);
+        }
+
+        return NGX_OK;
+
+    default: /* NGX_PLATFORM_RL_TENANT */
+        *id = ident->tenant;
+        return NGX_OK;
+    }
+}
+
+
+/* platform:rl:{<kind>:<id>}:<interval>:<burst>, bounded, binary-safe */
+
+static ngx_int_t
+ngx_platform_rl_key(ngx_http_request_t *r, ngx_platform_rl_check_t *check,
+    ngx_str_t *id)
+{
+    u_char      *p;
+    u_char       digest[20];
+    ngx_str_t   *kind;
+    ngx_sha1_t   sha1;
+
+    kind = &ngx_platform_rl_kinds[check->limit->kind];
+
+    check->key.data = ngx_pnalloc(r->pool,
+                                  sizeof("platform:rl:{:#") - 1 + kind->len
+                                  + ngx_max(id->len, 40)
+                                  + check->limit->suffix.len);
+    if (check->key.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(check->key.data, "platform:rl:{", sizeof("platform:rl:{") - 1);
+    p = ngx_cpymem(p, kind->data, kind->len);
+    *p++ = ':';
+
+    if (id->len <= NGX_PLATFORM_RL_ID_MAX) {
+        p = ngx_cpymem(p, id->data, id->len);
+
+    } else {
+        /* "#" and hex: no identity short enough to be kept is like it */
+        ngx_sha1_init(&sha1);
+        ngx_sha1_update(&sha1, id->data, id->len);
+        ngx_sha1_final(digest, &sha1);
+
+        *p++ = '#';
+        p = ngx_hex_dump(p, digest, 20);
+    }
+
+    p = ngx_cpymem(p, check->limit->suffix.data, check->limit->suffix.len);
+
+    check->key.len = p - check->key.data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_rl_send(ngx_http_request_t *r, ngx_platform_rl_check_t *check)
+{
+    size_t       argvlen[3];
+    const char  *argv[3];
+
+    argv[0] = (const char *) check->key.data;
+    argvlen[0] = check->key.len;
+    argv[1] = (const char *) check->limit->interval_text.data;
+    argvlen[1] = check->limit->interval_text.len;
+    argv[2] = (const char *) check->limit->burst_text.data;
+    argvlen[2] = check->limit->burst_text.len;
+
+    return ngx_platform_redis_eval(r->pool, r->connection->log,
+                                   &ngx_platform_rl_script, 1, 3, argv,
+                                   argvlen, ngx_platform_rl_done, check);
+}
+
+
+static void
+ngx_platform_rl_done(void *data, redisReply *reply, ngx_int_t rc)
+{
+    ngx_platform_rl_check_t  *check = data;
+
+    ngx_http_request_t       *r;
+    ngx_platform_rl_state_t  *st;
+
+    st = check->state;
+    r = st->request;
+
+    if (rc != NGX_OK || ngx_platform_rl_reply(check, reply) != NGX_OK) {
+        ngx_platform_rl_local(r->connection->log, check);
+
+    } else if (ngx_platform_rl_outage) {
+        ngx_platform_rl_outage = 0;
+
+        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                      "platform: Redis answers rate limits again");
+    }
+
+    if (--st->pending) {
+        return;
+    }
+
+    /* the wait's count is dropped by whoever resume hands the request to */
+
+    st->resume(r, ngx_platform_rl_decide(r, st));
+}
+
+
+/* {allowed, remaining, retry ms, reset ms} */
+
+static ngx_int_t
+ngx_platform_rl_reply(ngx_platform_rl_check_t *check, redisReply *reply)
+{
+    ngx_uint_t   i;
+    redisReply  *e;
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
+                                 ngx_cycle->log, 0,
+                                 "platform: rate limit script failed: %*s",
+                                 (size_t) reply->len, reply->str);
+        return NGX_ERROR;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < 4; i++) {
+        e = reply->element[i];
+
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    check->refused = (reply->element[0]->integer == 0);
+    check->remaining = reply->element[1]->integer;
+    check->retry = reply->element[2]->integer;
+    check->reset = reply->element[3]->integer;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Redis cannot answer: this worker decides alone, with the rate divided
+ * by the workers (and the burst, whole requests only), so that the node
+ * as a whole keeps about the declared rate
+ */
+
+static void
+ngx_platform_rl_local(ngx_log_t *log, ngx_platform_rl_check_t *check)
+{
+    u_char                    digest[20];
+    uint64_t                  now, interval, budget, tat, next;
+    ngx_sha1_t                sha1;
+    ngx_platform_rl_local_t  *e;
+
+    if (!ngx_platform_rl_outage) {
+        ngx_platform_rl_outage = 1;
+
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "platform: Redis cannot answer rate limits: each "
+                      "worker limits alone, at 1/%ui of each rate, until "
+                      "it answers again", ngx_platform_rl_workers);
+    }
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_RATE_LIMIT_LOCAL);
+
+    interval = check->limit->interval * ngx_platform_rl_workers;
+    budget = interval * (check->limit->burst / ngx_platform_rl_workers + 1);
+    now = (uint64_t) ngx_current_msec * 1000;
+
+    ngx_sha1_init(&sha1);
+    ngx_sha1_update(&sha1, check->key.data, check->key.len);
+    ngx_sha1_final(digest, &sha1);
+
+    e = ngx_platform_rl_local_entry(digest);
+
+    tat = (e && e->tat > now) ? e->tat : now;
+    next = tat + interval;
+
+    if (next - now > budget) {
+        check->refused = 1;
+        check->remaining = 0;
+        check->retry = (next - budget - now + 999) / 1000;
+        check->reset = (tat - now + 999) / 1000;
+        return;
+    }
+
+    if (e) {
+        e->tat = next;
+    }
+
+    check->refused = 0;
+    check->remaining = (budget - (next - now)) / interval;
+    check->retry = 0;
+    check->reset = (next - now + 999) / 1000;
+}
+
+
+/* the identity's entry, made most recently used; NULL: out of memory */
+
+static ngx_platform_rl_local_t *
+ngx_platform_rl_local_entry(u_char *digest)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                i;
+    ngx_queue_t              *q;
+    ngx_rbtree_key_t          key;
+    ngx_rbtree_node_t        *node, *sentinel;
+    ngx_platform_rl_local_t  *e;
+
+    if (ngx_platform_rl_entries == NULL) {
+        ngx_platform_rl_entries = ngx_alloc(NGX_PLATFORM_RL_LOCAL_MAX
+                                            * sizeof(ngx_platform_rl_local_t),
+                                            ngx_cycle->log);
+        if (ngx_platform_rl_entries == NULL) {
+            return NULL;
+        }
+
+        ngx_rbtree_init(&ngx_platform_rl_tree, &ngx_platform_rl_sentinel,
+                        ngx_platform_rl_rbtree_insert);
+        ngx_queue_init(&ngx_platform_rl_lru);
+        ngx_queue_init(&ngx_platform_rl_free);
+
+        for (i = 0; i < NGX_PLATFORM_RL_LOCAL_MAX; i++) {
+            ngx_queue_insert_tail(&ngx_platform_rl_free,
+                                  &ngx_platform_rl_entries[i].queue);
+        }
+    }
+
+    ngx_memcpy(&key, digest, sizeof(ngx_rbtree_key_t));
+
+    node = ngx_platform_rl_tree.root;
+    sentinel = ngx_platform_rl_tree.sentinel;
+
+    while (node != sentinel) {
+
+        if (key != node->key) {
+            node = (key < node->key) ? node->left : node->right;
+            continue;
+        }
+
+        e = (ngx_platform_rl_local_t *) node;
+        rc = ngx_memcmp(digest, e->digest, 20);
+
+        if (rc == 0) {
+            ngx_queue_remove(&e->queue);
+            ngx_queue_insert_head(&ngx_platform_rl_lru, &e->queue);
+            return e;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    /* a new identity: a free entry, or the least recently used one */
+
+    if (!ngx_queue_empty(&ngx_platform_rl_free)) {
+        q = ngx_queue_head(&ngx_platform_rl_free);
+
+    } else {
+        q = ngx_queue_last(&ngx_platform_rl_lru);
+        e = ngx_queue_data(q, ngx_platform_rl_local_t, queue);
+        ngx_rbtree_delete(&ngx_platform_rl_tree, &e->node);
+    }
+
+    ngx_queue_remove(q);
+    ngx_queue_insert_head(&ngx_platform_rl_lru, q);
+
+    e = ngx_queue_data(q, ngx_platform_rl_local_t, queue);
+
+    ngx_memcpy(e->digest, digest, 20);
+    e->node.key = key;
+    e->tat = 0;
+
+    ngx_rbtree_insert(&ngx_platform_rl_tree, &e->node);
+
+    return e;
+}
+
+
+/* by key, then by the whole digest */
+
+static void
+ngx_platform_rl_rbtree_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t       **p;
+    ngx_platform_rl_local_t  *n, *t;
+
+    for ( ;; ) {
+
+        if (node->key != temp->key) {
+            p = (node->key < temp->key) ? &temp->left : &temp->right;
+
+        } else {
+            n = (ngx_platform_rl_local_t *) node;
+            t = (ngx_platform_rl_local_t *) temp;
+
+            p = (ngx_memcmp(n->digest, t->digest, 20) < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+/* every check has an outcome: the headers, and 429 if one refused */
+
+static ngx_int_t
+ngx_platform_rl_decide(ngx_http_request_t *r, ngx_platform_rl_state_t *st)
+{
+    uint64_t                  retry;
+    ngx_uint_t                i;
+    ngx_platform_ctx_t       *ctx;
+    ngx_platform_rl_check_t  *check, *refused;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ngx_platform_rl_headers(r, ctx, st) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    refused = NULL;
+    retry = 0;
+
+    for (i = 0; i < st->n; i++) {
+        check = &st->checks[i];
+
+        if (!check->refused) {
+            continue;
+        }
+
+        if (refused == NULL) {
+            refused = check;
+        }
+
+        retry = ngx_max(retry, check->retry);
+    }
+
+    if (refused == NULL) {
+        return NGX_OK;
+    }
+
+    /* counted once, under the first limit that refused */
+
+    ngx_platform_metrics_limited(ctx->family, refused->limit->kind);
+
+    /* whole seconds, rounded up: never "retry at once" */
+    ctx->retry_after = (time_t) ngx_max((retry + 999) / 1000, 1);
+
+    return ngx_platform_fail(r, 429, "Too many requests.",
+                             "Too many requests: the rate limit is "
+                             "reached. Retry after the time Retry-After "
+                             "gives.");
+}
+
+
+/*
+ * The draft's structured fields, one item per limit, named by its kind:
+ * RateLimit-Policy: "tenant";q=100;w=1 and RateLimit: "tenant";r=42;t=1,
+ * appended to those of an earlier stage of the request
+ */
+
+static ngx_int_t
+ngx_platform_rl_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_platform_rl_state_t *st)
+{
+    u_char                   *policy, *values, *p, *q;
+    size_t                    len;
+    ngx_str_t                *kind;
+    ngx_uint_t                i;
+    ngx_platform_rl_check_t  *check;
+
+    len = ctx->rate_policy.len;
+
+    for (i = 0; i < st->n; i++) {
+        len += sizeof(", ") - 1 + st->checks[i].limit->policy.len;
+    }
+
+    policy = ngx_pnalloc(r->pool, len + ctx->rate_limit.len
+                                  + st->n * (sizeof(", \"credential\";r=;t=") - 1
+                                             + 2 * NGX_INT64_LEN));
+    if (policy == NULL) {
+        return NGX_ERROR;
+    }
+
+    values = policy + len;
+
+    p = ngx_cpymem(policy, ctx->rate_policy.data, ctx->rate_policy.len);
+    q = ngx_cpymem(values, ctx->rate_limit.data, ctx->rate_limit.len);
+
+    for (i = 0; i < st->n; i++) {
+        check = &st->checks[i];
+        kind = &ngx_platform_rl_kinds[check->limit->kind];
+
+        if (p != policy) {
+            *p++ = ',';
+            *p++ = ' ';
+            *q++ = ',';
+            *q++ = ' ';
+        }
+
+        p = ngx_cpymem(p, check->limit->policy.data,
+                       check->limit->policy.len);
+
+        q = ngx_sprintf(q, "\"%V\";r=%uL;t=%uL", kind, check->remaining,
+                        (check->reset + 999) / 1000);
+    }
+
+    ctx->rate_policy.data = policy;
+    ctx->rate_policy.len = p - policy;
+    ctx->rate_limit.data = values;
+    ctx->rate_limit.len = q - values;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_platform_rate_limit_init_process(ngx_cycle_t *cycle)
+{
+    ngx_core_conf_t  *ccf;
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    ngx_platform_rl_workers = (ccf && ccf->worker_processes > 0)
+                              ? (ngx_uint_t) ccf->worker_processes : 1;
+}
+
+
+/* platform_rate_limit tenant|credential|address RATE [burst=N]; */
+
+char *
+ngx_platform_rate_limit_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_loc_conf_t *plcf = conf;
+
+    char                       *rv;
+    ngx_str_t                  *value;
+    ngx_uint_t                  kind, i;
+    ngx_platform_rate_limit_t  *limit, *limits;
+    ngx_platform_main_conf_t   *pmcf;
+
+    value = cf->args->elts;
+
+    for (kind = 0; kind < NGX_PLATFORM_RL_BUREAU; kind++) {
+        if (value[1].len == ngx_platform_rl_kinds[kind].len
+            && ngx_strncmp(value[1].data, ngx_platform_rl_kinds[kind].data,
+                           value[1].len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (kind == NGX_PLATFORM_RL_BUREAU) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid kind \"%V\": a limit counts per "
+                           "\"tenant\", \"credential\" or \"address\"",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (plcf->rate_limits == NGX_CONF_UNSET_PTR) {
+        plcf->rate_limits = ngx_array_create(cf->pool, 3,
+                                            sizeof(ngx_platform_rate_limit_t));
+        if (plcf->rate_limits == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    limits = plcf->rate_limits->elts;
+
+    for (i = 0; i < plcf->rate_limits->nelts; i++) {
+        if (limits[i].kind == kind) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "a \"%V\" limit is already declared at this "
+                               "level: one limit per kind", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    limit = ngx_array_push(plcf->rate_limits);
+    if (limit == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rv = ngx_platform_rl_parse(cf, &value[2], cf->args->nelts - 2, kind,
+                               limit);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    /* the limits are counted in Redis: every worker connects to it */
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+    pmcf->backends |= NGX_PLATFORM_BACKEND_REDIS;
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_identity_bureau_rate RATE [burst=N] | off; */
+
+char *
+ngx_platform_rate_limit_bureau_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_platform_loc_conf_t *plcf = conf;
+
+    ngx_str_t                  *value;
+    ngx_platform_main_conf_t   *pmcf;
+    ngx_platform_rate_limit_t  *limit;
+
+    if (plcf->identity_bureau_rate != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        plcf->identity_bureau_rate = NULL;
+        return NGX_CONF_OK;
+    }
+
+    limit = ngx_pcalloc(cf->pool, sizeof(ngx_platform_rate_limit_t));
+    if (limit == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_platform_rl_parse(cf, &value[1], cf->args->nelts - 1,
+                              NGX_PLATFORM_RL_BUREAU, limit)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    plcf->identity_bureau_rate = limit;
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf, ngx_platform_module);
+    pmcf->backends |= NGX_PLATFORM_BACKEND_REDIS;
+
+    return NGX_CONF_OK;
+}
+
+
+/* "100r/s" or "6000r/m", then perhaps "burst=N" */
+
+static char *
+ngx_platform_rl_parse(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
+    ngx_uint_t kind, ngx_platform_rate_limit_t *limit)
+{
+    u_char     *p, *last;
+    size_t      len;
+    ngx_int_t   rate, burst;
+    ngx_str_t  *name;
+
+    len = value[0].len;
+    p = value[0].data;
+
+    if (len < 4 || ngx_strncmp(p + len - 3, "r/", 2) != 0
+        || (p[len - 1] != 's' && p[len - 1] != 'm'))
+    {
+        goto invalid_rate;
+    }
+
+    rate = ngx_atoi(p, len - 3);
+
+    if (rate <= 0 || rate > NGX_PLATFORM_RL_RATE_MAX) {
+        goto invalid_rate;
+    }
+
+    burst = 0;
+
+    if (n == 2) {
+        if (value[1].len <= 6
+            || ngx_strncmp(value[1].data, "burst=", 6) != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\": only "
+                               "\"burst=N\" may follow the rate",
+                               &value[1]);
+            return NGX_CONF_ERROR;
+        }
+
+        burst = ngx_atoi(value[1].data + 6, value[1].len - 6);
+
+        if (burst == NGX_ERROR || burst > NGX_PLATFORM_RL_BURST_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid burst \"%V\": a number of requests "
+                               "from 0 to %d", &value[1],
+                               NGX_PLATFORM_RL_BURST_MAX);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    limit->kind = kind;
+    limit->rate = rate;
+    limit->period = (p[len - 1] == 's') ? 1 : 60;
+    limit->burst = burst;
+    limit->interval = (uint64_t) limit->period * 1000000 / rate;
+
+    if (limit->interval == 0) {
+        goto invalid_rate;
+    }
+
+    /* the texts the script and the headers use, written once */
+
+    name = &ngx_platform_rl_kinds[kind];
+
+    p = ngx_pnalloc(cf->pool, 4 * NGX_INT64_LEN + sizeof("}::\"\";q=;w=")
+                              + name->len);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    limit->suffix.data = p;
+    last = ngx_sprintf(p, "}:%uL:%ui", limit->interval, limit->burst);
+    limit->suffix.len = last - p;
+
+    limit->interval_text.data = p + 2;
+    limit->interval_text.len = ngx_sprintf(p, "}:%uL", limit->interval)
+                               - p - 2;
+
+    limit->burst_text.data = p + 3 + limit->interval_text.len;
+    limit->burst_text.len = last - limit->burst_text.data;
+
+    limit->policy.data = last;
+    limit->policy.len = ngx_sprintf(last, "\"%V\";q=%ui;w=%ui", name,
+                                    limit->rate, limit->period)
+                        - last;
+
+    return NGX_CONF_OK;
+
+invalid_rate:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid rate \"%V\": requests per second or minute "
+                       "as \"100r/s\" or \"6000r/m\", from 1 to %d",
+                       &value[0], NGX_PLATFORM_RL_RATE_MAX);
+    return NGX_CONF_ERROR;
+}
