@@ -36,6 +36,7 @@
 
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
+#include "ngx_platform_rate_limit.h"
 
 
 #define NGX_PLATFORM_IDENTITY_RC_MAX    64
@@ -73,6 +74,8 @@ typedef struct {
     ngx_str_t                         bureau;     /* FOUND: the answer */
 
     unsigned                          lead:1;     /* wake: ask the bureau */
+    unsigned                          budgeted:1; /* the tenant's budget let
+                                                     it call the bureau */
 } ngx_platform_identity_req_t;
 
 
@@ -97,6 +100,8 @@ static ngx_int_t ngx_platform_identity_answer(ngx_http_request_t *r,
     PGresult *res);
 static ngx_int_t ngx_platform_identity_ask(ngx_http_request_t *r,
     ngx_platform_identity_req_t *ir);
+static void ngx_platform_identity_budgeted(ngx_http_request_t *r,
+    ngx_int_t rc);
 static ngx_int_t ngx_platform_identity_call(ngx_http_request_t *r,
     ngx_platform_identity_req_t *ir);
 static void ngx_platform_identity_answered(ngx_http_request_t *r, void *data,
@@ -255,6 +260,7 @@ static const char  ngx_platform_identity_schemas[] =
 static ngx_platform_doc_answer_t  ngx_platform_identity_verify_answers[] = {
     { NGX_HTTP_BAD_REQUEST, "Bad request.", NGX_PLATFORM_IDENTITY_NO_RC },
     { NGX_HTTP_BAD_REQUEST, "Bad request.", NGX_PLATFORM_IDENTITY_RC_DIFFER },
+    { 429, "Too many requests.", NGX_PLATFORM_RL_BUREAU_DETAIL },
     { 0, NULL, NULL }
 };
 
@@ -598,7 +604,9 @@ ngx_platform_identity_answer(ngx_http_request_t *r, PGresult *res)
 
 /*
  * No answer to reuse: wait for the RC number's call in flight, or make
- * it. Returns NGX_DONE with the request counted, or a status.
+ * it, within the tenant's budget of calls (platform_identity_bureau_rate:
+ * only a call is paid, so only a call counts). Returns NGX_DONE with the
+ * request counted, or a status.
  */
 
 static ngx_int_t
@@ -607,6 +615,8 @@ ngx_platform_identity_ask(ngx_http_request_t *r,
 {
     ngx_int_t                        rc;
     uint32_t                         hash;
+    ngx_platform_ctx_t              *ctx;
+    ngx_platform_loc_conf_t         *plcf;
     ngx_platform_identity_flight_t  *flight;
 
     hash = ngx_crc32_short(ir->rc_number.data, ir->rc_number.len);
@@ -622,6 +632,21 @@ ngx_platform_identity_ask(ngx_http_request_t *r,
         r->main->count++;
 
         return NGX_DONE;
+    }
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (plcf->identity_bureau_rate && !ir->budgeted) {
+        ir->budgeted = 1;
+        ctx = ngx_platform_get_ctx(r);
+
+        rc = ngx_platform_rate_limit_one(r, plcf->identity_bureau_rate,
+                                         &ctx->identity.tenant,
+                                         ngx_platform_identity_budgeted);
+        if (rc != NGX_OK) {
+            /* NGX_DONE: asked again once Redis has answered; or 429 */
+            return rc;
+        }
     }
 
     flight = ngx_alloc(sizeof(ngx_platform_identity_flight_t)
@@ -653,6 +678,30 @@ ngx_platform_identity_ask(ngx_http_request_t *r,
     }
 
     return rc;
+}
+
+
+/* the tenant's budget answered: a call may have started meanwhile */
+
+static void
+ngx_platform_identity_budgeted(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_connection_t    *c;
+    ngx_platform_ctx_t  *ctx;
+
+    c = r->connection;
+    ctx = ngx_platform_get_ctx(r);
+
+    if (rc == NGX_OK) {
+        rc = ngx_platform_identity_ask(r, ctx->data);
+    }
+
+    /* NGX_DONE: the call or the wait holds the request, the budget lets go */
+
+    ngx_platform_finalize(r, rc);
+
+    /* a subrequest started here runs now */
+    ngx_http_run_posted_requests(c);
 }
 
 

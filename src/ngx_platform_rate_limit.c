@@ -668,9 +668,9 @@ ngx_platform_rl_decide(ngx_http_request_t *r, ngx_platform_rl_state_t *st)
     ctx->retry_after = (time_t) ngx_max((retry + 999) / 1000, 1);
 
     return ngx_platform_fail(r, 429, "Too many requests.",
-                             "Too many requests: the rate limit is "
-                             "reached. Retry after the time Retry-After "
-                             "gives.");
+                             (refused->limit->kind == NGX_PLATFORM_RL_BUREAU)
+                             ? NGX_PLATFORM_RL_BUREAU_DETAIL
+                             : NGX_PLATFORM_RL_DETAIL);
 }
 
 

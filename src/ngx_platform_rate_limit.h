@@ -16,6 +16,14 @@
 #include "ngx_platform.h"
 
 
+/* the details of a 429 (French texts: ngx_platform_texts.c) */
+#define NGX_PLATFORM_RL_DETAIL                                               \
+    "The rate limit is reached. Retry after the time Retry-After gives."
+#define NGX_PLATFORM_RL_BUREAU_DETAIL                                        \
+    "The tenant's budget of credit bureau calls is spent. Retry after the "  \
+    "time Retry-After gives."
+
+
 /* when a request's limits are checked */
 #define NGX_PLATFORM_RL_ANONYMOUS   1     /* before authentication: address */
 #define NGX_PLATFORM_RL_IDENTIFIED  2     /* after it: tenant, credential */

@@ -34,6 +34,13 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
     { "Send the body as application/json.",
       "Envoyez le corps au format application/json." },
     { "Too many requests.", "Trop de requêtes." },
+    { "The rate limit is reached. Retry after the time Retry-After gives.",
+      "La limite de débit est atteinte. Réessayez après le délai indiqué "
+      "par Retry-After." },
+    { "The tenant's budget of credit bureau calls is spent. Retry after "
+      "the time Retry-After gives.",
+      "Le budget d'appels au bureau de crédit du locataire est épuisé. "
+      "Réessayez après le délai indiqué par Retry-After." },
     { "Internal server error.", "Erreur interne du serveur." },
     { "Bad gateway.", "Passerelle incorrecte." },
     { "Service temporarily unavailable.",

@@ -1,0 +1,282 @@
+#!/usr/bin/perl
+
+# Fleet-wide rate limits (platform_rate_limit): per tenant across two
+# nginx sharing one Redis, the burst, the 429 in the family's envelope
+# with Retry-After and the RateLimit headers, tenant, credential and
+# address counted apart, IPv6 by /64, the address checked before the
+# credentials and before any OTP counter is written, the nearest level's
+# limits only, the per-worker fallback when Redis cannot answer (logged
+# once), the metrics, and what nginx -t refuses.
+
+use strict;
+use warnings;
+
+use lib 't/lib';
+use Test::More;
+use Platform::Test;
+use Platform::JWT;
+
+my $t = Platform::Test->new(db => 0);
+my $k = Platform::JWT::keys($t->testdir . '/keys');
+
+# rates of a few a minute: a request refills its slot only after 20 s or
+# more, far longer than the test takes, so no count depends on timing
+
+my $conf = <<'EOF';
+    set_real_ip_from 127.0.0.1;
+    real_ip_header X-Forwarded-For;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location /validate-otp/ {
+            platform_otp;
+            platform_rate_limit tenant 2r/m burst=2;
+        }
+
+        location = /metrics { platform_metrics; }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_2%%;
+
+        # the server's limit is not inherited where a location declares one
+        platform_rate_limit tenant 1r/m;
+
+        location /validate-otp/ {
+            platform_otp;
+            platform_rate_limit address 3r/m burst=1;
+        }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_3%%;
+
+        location /validate-otp/ {
+            platform_otp;
+            platform_auth bearer;
+            platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
+            platform_rate_limit credential 1r/m;
+            platform_rate_limit tenant 3r/m burst=2;
+        }
+    }
+EOF
+
+$t->run($conf);
+
+# keys of this file only: the suite's Redis is shared, and a run within
+# the same minute must not meet the last one's budgets
+my $id = "t49-$$-" . time;
+my ($o1, $o2) = ($$ % 250 + 1, int(time) % 250 + 1);
+
+sub otp {
+    my ($tenant, %opts) = @_;
+    my %h = (countryCode => 'NG', %{ $opts{headers} // {} });
+    $h{tenantId} = $tenant if defined $tenant;
+    $h{'X-Forwarded-For'} = $opts{from} if defined $opts{from};
+    return ($opts{t} // $t)->request('GET', '/validate-otp/1234',
+                                     headers => \%h,
+                                     port => $opts{port}
+                                             // ($opts{t} // $t)->port);
+}
+
+###############################################################################
+# per tenant: burst + 1 at once, then 429
+
+my @r = map { otp("$id-a") } 1 .. 3;
+is_deeply([map { $_->{status} } @r], [404, 404, 404],
+          'tenant: burst + 1 requests pass');
+is($r[0]{headers}{'ratelimit-policy'}, '"tenant";q=2;w=60',
+   'RateLimit-Policy: the quota and window');
+is($r[0]{headers}{ratelimit}, '"tenant";r=2;t=30',
+   'RateLimit: what remains, when it is whole again');
+is($r[2]{headers}{ratelimit}, '"tenant";r=0;t=90', 'RateLimit: none left');
+
+my $r = otp("$id-a");
+is($r->{status}, 429, 'tenant: past the burst, 429');
+Platform::Test::is_envelope_b_error($r, 429, 'Too many requests.',
+    'The rate limit is reached. Retry after the time Retry-After gives.',
+    'tenant: 429');
+ok($r->{headers}{'retry-after'} >= 25 && $r->{headers}{'retry-after'} <= 30,
+   "Retry-After: the seconds until one more ($r->{headers}{'retry-after'})");
+is($r->{headers}{ratelimit}, '"tenant";r=0;t=90', '429: RateLimit');
+like($r->{headers}{'x-request-id'} // '', qr/./, '429: X-Request-Id');
+
+is(otp("$id-b")->{status}, 404, 'another tenant is not limited');
+
+# the key: the identity's hash tag, the interval and the burst
+
+my $ttl = $t->redis('PTTL', "platform:rl:{tenant:$id-a}:30000000:2");
+ok($ttl > 60000 && $ttl <= 90000, "the key expires when whole ($ttl ms)");
+
+###############################################################################
+# one budget for the fleet: a second nginx on the same Redis
+
+my $t2 = Platform::Test->new(db => 0);
+Platform::JWT::keys($t2->testdir . '/keys');
+$t2->run($conf);
+
+@r = map { otp("$id-c", t => ($_ % 2 ? $t2 : $t)) } 1 .. 4;
+is_deeply([map { $_->{status} } @r], [404, 404, 404, 429],
+          'two nginx share the tenant\'s budget');
+is(otp("$id-c", t => $t2)->{status}, 429, 'and both refuse past it');
+$t2->done;
+
+###############################################################################
+# per address, before the credentials and before any OTP counter
+
+my $port2 = $t->port(2);
+my $addr = "10.49.$o1.$o2";
+
+@r = map { otp(undef, port => $port2, from => $addr) } 1 .. 2;
+is_deeply([map { $_->{status} } @r], [400, 400],
+          'address: a request without its tenant is refused (400)');
+is($r[0]{headers}{'ratelimit-policy'}, '"address";q=3;w=60',
+   'address: RateLimit-Policy');
+is(otp("$id-d", port => $port2, from => $addr)->{status}, 429,
+   'address: past the burst, 429 before the credentials are looked at');
+is(otp("$id-d", port => $port2, from => $addr)->{status}, 429,
+   'address: still 429');
+is($t->redis('GET', "otp:attempts:$id-d:$addr"), '',
+   'no OTP attempt counted for a limited address');
+is(otp("$id-d", port => $port2, from => "10.49.$o1." . ($o2 % 250 + 2))
+       ->{status}, 404,
+   'another address is not limited');
+
+# the server's tenant limit (1r/m) is not the location's
+
+is(otp("$id-e", port => $port2, from => "10.48.$o1.$o2")->{status}, 404,
+   'tenant: first');
+is(otp("$id-e", port => $port2, from => "10.47.$o1.$o2")->{status}, 404,
+   'tenant: the server level\'s limit is not inherited');
+
+# IPv6: one /64 is one client
+
+my $net = sprintf '2001:db8:%x:%x', $o1, $o2;
+@r = map { otp("$id-f", port => $port2, from => "$net:0:1::$_")->{status} }
+     1 .. 3;
+is_deeply(\@r, [404, 404, 429], 'IPv6: addresses of one /64 share a budget');
+is(otp("$id-f", port => $port2,
+       from => sprintf('2001:db8:%x:%x:0:1::1', $o1, $o2 + 300))->{status},
+   404,
+   'IPv6: another /64 is another client');
+
+###############################################################################
+# per credential: a token's sub, apart from its tenant
+
+my $port3 = $t->port(3);
+
+sub bearer {
+    my ($sub, $tenant) = @_;
+    my $token = Platform::JWT::hs256($k, sub => $sub, tenantId => $tenant);
+    return otp(undef, port => $port3,
+               headers => { Authorization => "Bearer $token" });
+}
+
+is(bearer("$id-u1", "$id-g")->{status}, 404, 'credential: first');
+$r = bearer("$id-u1", "$id-g");
+is($r->{status}, 429, 'credential: the second of the sub is 429');
+is($r->{headers}{'ratelimit-policy'},
+   '"credential";q=1;w=60, "tenant";q=3;w=60',
+   'credential and tenant: both policies');
+is(bearer("$id-u2", "$id-g")->{status}, 404,
+   'another sub of the tenant is not limited');
+
+# the refused request spent the tenant's budget too: 3 of 3 are gone
+is(bearer("$id-u3", "$id-g")->{status}, 429,
+   'the tenant\'s own limit counts every sub');
+
+###############################################################################
+# metrics
+
+$r = $t->request('GET', '/metrics');
+my ($tenant_n) = $r->{content}
+    =~ /^platform_rate_limited_total\{family="otp",kind="tenant"\} (\d+)$/m;
+my ($addr_n) = $r->{content}
+    =~ /^platform_rate_limited_total\{family="otp",kind="address"\} (\d+)$/m;
+my ($cred_n) = $r->{content}
+    =~ /^platform_rate_limited_total\{family="otp",kind="credential"\} (\d+)$/m;
+ok(($tenant_n // 0) >= 3, 'metrics: refusals of tenant limits');
+ok(($addr_n // 0) >= 3, 'metrics: refusals of address limits');
+ok(($cred_n // 0) >= 1, 'metrics: refusals of credential limits');
+
+###############################################################################
+# nginx -t
+
+for my $bad (['platform_rate_limit user 1r/s;', qr/invalid kind "user"/,
+              'a bad kind'],
+             ['platform_rate_limit tenant 10r/h;', qr/invalid rate "10r\/h"/,
+              'a bad unit'],
+             ['platform_rate_limit tenant 0r/s;', qr/invalid rate "0r\/s"/,
+              'a zero rate'],
+             ['platform_rate_limit tenant 5r/s burst=x;',
+              qr/invalid burst "burst=x"/, 'a bad burst'],
+             ['platform_rate_limit tenant 5r/s per=1;',
+              qr/only "burst=N" may follow/, 'another parameter'],
+             ["platform_rate_limit tenant 5r/s;\n"
+              . 'platform_rate_limit tenant 9r/s;',
+              qr/"tenant" limit is already declared at this level/,
+              'a kind twice at one level'],
+             ['platform_identity_bureau_rate 5/s;', qr/invalid rate "5\/s"/,
+              'a bad bureau rate'])
+{
+    $t->config_refused(<<"EOF", $bad->[1], $bad->[2]);
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location /validate-otp/ {
+            platform_otp;
+            $bad->[0]
+        }
+    }
+EOF
+}
+
+$t->done;
+
+###############################################################################
+# Redis cannot answer: each worker limits alone, logged once
+
+my $t3 = Platform::Test->new(db => 0);
+my $redis = $t3->start_private_redis;
+
+$t3->run(<<"EOF");
+    platform_redis ${\ $redis->addr};
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location = /openapi.json {
+            platform_openapi;
+            platform_rate_limit address 2r/m burst=1;
+        }
+
+        location = /metrics { platform_metrics; }
+    }
+EOF
+
+# Redis answers first: the first decisions are the fleet's
+ok($t3->wait_until(sub {
+    $t3->request('GET', '/metrics')->{content}
+        =~ /^platform_redis_connects_total [1-9]/m }, 10),
+   'the worker is connected to Redis');
+
+@r = map { $t3->request('GET', '/openapi.json')->{status} } 1 .. 3;
+is_deeply(\@r, [200, 200, 429], 'Redis: limited');
+
+$redis->stop;
+$t3->ignore_log(qr/redis|Redis/);
+
+@r = map { $t3->request('GET', '/openapi.json')->{status} } 1 .. 6;
+is_deeply(\@r, [200, 200, 429, 429, 429, 429],
+          'Redis down: the worker limits alone');
+
+my @lines = $t3->error_log =~ /Redis cannot answer rate limits/g;
+is(scalar @lines, 1, 'the outage is logged once');
+
+$r = $t3->request('GET', '/metrics');
+my ($local) = $r->{content} =~ /^platform_rate_limit_local_total (\d+)$/m;
+ok(($local // 0) >= 6, 'metrics: decisions taken alone');
+
+$t3->done;
+
+done_testing;
