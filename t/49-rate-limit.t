@@ -10,6 +10,7 @@
 
 use strict;
 use warnings;
+use utf8;
 
 use lib 't/lib';
 use Test::More;
@@ -278,5 +279,61 @@ my ($local) = $r->{content} =~ /^platform_rate_limit_local_total (\d+)$/m;
 ok(($local // 0) >= 6, 'metrics: decisions taken alone');
 
 $t3->done;
+
+###############################################################################
+# identity: a tenant's budget of bureau calls; an answer on record is free
+
+my $t4 = Platform::Test->new;
+my $k4 = Platform::JWT::keys($t4->testdir . '/keys');
+
+$t4->run(<<'EOF');
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location /api/ {
+            platform_identity;
+            platform_identity_bureau /_bureau;
+            platform_identity_cache_time 1h;
+            platform_identity_bureau_rate 1r/m;
+            platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
+        }
+
+        location = /_bureau {
+            internal;
+            default_type application/json;
+            return 200 '{"companyName":"Acme Trading Limited","address":"1 Road"}';
+        }
+    }
+EOF
+
+sub verify {
+    my ($tenant, $rc, %h) = @_;
+    my $token = Platform::JWT::hs256($k4, tenantId => $tenant);
+    return $t4->request('POST',
+        '/api/v1/Identity/verification/business-credit-bureau',
+        json => { rc_number => $rc },
+        headers => { Authorization => "Bearer $token", %h });
+}
+
+is(verify("$id-h", 'RC1001')->{status}, 200, 'bureau: the first call');
+is(verify("$id-h", 'RC1001')->{status}, 200,
+   'bureau: the answer on record costs nothing');
+$r = verify("$id-h", 'RC1002');
+is($r->{status}, 429, 'bureau: past the budget, 429');
+is_deeply($r->{json}, { succeeded => JSON::PP::false,
+                        message => 'Too many requests.',
+                        errors => ["The tenant's budget of credit bureau "
+                                   . 'calls is spent. Retry after the time '
+                                   . 'Retry-After gives.'],
+                        data => undef }, 'bureau: Envelope A');
+ok(($r->{headers}{'retry-after'} // 0) >= 50, 'bureau: Retry-After');
+$r = verify("$id-h", 'RC1003', 'Accept-Language' => 'fr');
+is($r->{json}{message}, 'Trop de requêtes.', 'bureau: in French');
+like($r->{json}{errors}[0] // '', qr/^Le budget d'appels au bureau/,
+     'bureau: the detail in French');
+is(verify("$id-i", 'RC1002')->{status}, 200,
+   'bureau: another tenant has its own budget');
+
+$t4->done;
 
 done_testing;
