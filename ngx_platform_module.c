@@ -15,6 +15,17 @@
 #include "ngx_platform_pg.h"
 #include "ngx_platform_redis.h"
 
+#if (NGX_LINUX)
+#include <malloc.h>
+#endif
+
+
+/*
+ * glibc serves an allocation this large or larger with its own mapping,
+ * returned to the system when freed
+ */
+#define NGX_PLATFORM_MMAP_THRESHOLD  (128 * 1024)
+
 
 static ngx_int_t ngx_platform_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_platform_postconfiguration(ngx_conf_t *cf);
@@ -459,6 +470,22 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
     if (pmcf == NULL) {
         return NGX_OK;
     }
+
+#if (NGX_LINUX && defined M_MMAP_THRESHOLD)
+
+    /*
+     * glibc raises its threshold each time such a mapping is freed, up to
+     * 32 MB, after which the megabytes of later bodies and documents come
+     * from the heap and stay resident: a fixed threshold keeps giving
+     * them back
+     */
+
+    if (mallopt(M_MMAP_THRESHOLD, NGX_PLATFORM_MMAP_THRESHOLD) != 1) {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "platform: mallopt(M_MMAP_THRESHOLD) failed");
+    }
+
+#endif
 
     /* connect only to what the configured locations use */
 
