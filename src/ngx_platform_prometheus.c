@@ -122,7 +122,12 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     { "platform_apikeys_refused_total",
       "API keys refused: malformed, unknown, revoked or of another scope." },
     { "platform_pg_retries_total",
-      "Statements run again after a serialization failure or deadlock." }
+      "Statements run again after a serialization failure or deadlock." },
+
+    /* platform_body_memory */
+    { "platform_body_memory_refused_total",
+      "Requests refused because their body did not fit in "
+      "platform_body_memory beside those held." }
 };
 
 
@@ -278,6 +283,19 @@ ngx_platform_metrics_pools(u_char *p, ngx_platform_shm_t *shm)
         }
     }
 
+    p = ngx_sprintf(p,
+                    "# HELP platform_body_memory_bytes Bytes of "
+                    "platform_body_memory held by each worker's requests.\n"
+                    "# TYPE platform_body_memory_bytes gauge\n");
+
+    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+        if (shm->workers[w].pid) {
+            p = ngx_sprintf(p, "platform_body_memory_bytes{worker=\"%ui\"} "
+                               "%uA\n",
+                            w, shm->workers[w].body_reserved);
+        }
+    }
+
     return p;
 }
 
@@ -430,6 +448,8 @@ ngx_platform_metrics_gauges(void)
     ngx_platform_metrics_zone->workers[ngx_worker].pid = ngx_pid;
     ngx_platform_metrics_zone->workers[ngx_worker].redis_connected =
                                                ngx_platform_redis_connected();
+    ngx_platform_metrics_zone->workers[ngx_worker].body_reserved =
+                                               ngx_platform_body_reserved();
 
     for (i = 0; i < 2; i++) {
         ngx_platform_pg_stats(i, &stats);
