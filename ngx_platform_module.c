@@ -16,6 +16,17 @@
 #include "ngx_platform_redis.h"
 #include "ngx_platform_rate_limit.h"
 
+#if (NGX_LINUX)
+#include <malloc.h>
+#endif
+
+
+/*
+ * glibc serves an allocation this large or larger with its own mapping,
+ * returned to the system when freed
+ */
+#define NGX_PLATFORM_MMAP_THRESHOLD  (128 * 1024)
+
 
 static ngx_int_t ngx_platform_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_platform_postconfiguration(ngx_conf_t *cf);
@@ -45,6 +56,8 @@ static char *ngx_platform_otp_tenant_attempts(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static char *ngx_platform_parse_attempts(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t *attempts, time_t *window);
+static char *ngx_platform_body_memory(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
     void *data);
 
@@ -297,6 +310,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, thread_pool_name),
       NULL },
 
+    { ngx_string("platform_body_memory"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_platform_body_memory,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("platform_document_max_size"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_size_slot,
@@ -475,6 +495,22 @@ ngx_platform_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
+#if (NGX_LINUX && defined M_MMAP_THRESHOLD)
+
+    /*
+     * glibc raises its threshold each time such a mapping is freed, up to
+     * 32 MB, after which the megabytes of later bodies and documents come
+     * from the heap and stay resident: a fixed threshold keeps giving
+     * them back
+     */
+
+    if (mallopt(M_MMAP_THRESHOLD, NGX_PLATFORM_MMAP_THRESHOLD) != 1) {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "platform: mallopt(M_MMAP_THRESHOLD) failed");
+    }
+
+#endif
+
     /* connect only to what the configured locations use */
 
     if ((pmcf->backends & NGX_PLATFORM_BACKEND_PG)
@@ -550,6 +586,7 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->auth_cache_size = NGX_CONF_UNSET_UINT;
+    pmcf->body_memory = NGX_CONF_UNSET_SIZE;
 
     return pmcf;
 }
@@ -573,6 +610,7 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
     ngx_conf_init_uint_value(pmcf->auth_cache_size, 1024);
+    ngx_conf_init_size_value(pmcf->body_memory, 256 * 1024 * 1024);
 
     ngx_platform_metrics_init_buckets(pmcf);
 
@@ -1067,6 +1105,48 @@ ngx_platform_parse_attempts(ngx_conf_t *cf, ngx_str_t *value,
                            "invalid attempts window \"%V\"", &value[1]);
         return NGX_CONF_ERROR;
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * platform_body_memory SIZE: the bytes of request bodies and documents a
+ * worker holds at once; a body larger than it could never be served
+ */
+
+static char *
+ngx_platform_body_memory(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ssize_t     size;
+    ngx_str_t  *value;
+
+    if (pmcf->body_memory != NGX_CONF_UNSET_SIZE) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    size = ngx_parse_size(&value[1]);
+
+    if (size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"platform_body_memory %V\": not a size "
+                           "(bytes, or with k or m, as 256m)", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (size < 1024 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"platform_body_memory %V\": at least 1m, so "
+                           "that a body of some size can be served at all",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    pmcf->body_memory = size;
 
     return NGX_CONF_OK;
 }

@@ -132,7 +132,11 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 #define NGX_PLATFORM_M_APIKEYS_REFUSED      14
 #define NGX_PLATFORM_M_PG_RETRIES           15
 #define NGX_PLATFORM_M_RATE_LIMIT_LOCAL     16
-#define NGX_PLATFORM_M_MAX                  17
+
+/* bodies refused past platform_body_memory */
+#define NGX_PLATFORM_M_BODY_MEMORY_REFUSED  17
+
+#define NGX_PLATFORM_M_MAX                  18
 
 /* what a rate limit counts, for limits and the metrics of refusals */
 #define NGX_PLATFORM_RL_TENANT              0
@@ -187,6 +191,9 @@ typedef struct {
     ngx_str_t                  thread_pool_name;
     void                      *thread_pool;     /* ngx_thread_pool_t */
     ngx_uint_t                 bodies;          /* a family takes bodies */
+
+    /* platform_body_memory: bytes of bodies and documents a worker holds */
+    size_t                     body_memory;
 
     /* the routes of each family, compiled once: by family index */
     ngx_array_t               *routes[NGX_PLATFORM_FAMILIES_MAX];
@@ -605,7 +612,8 @@ char *ngx_platform_text_format(ngx_http_request_t *r, const char *text,
 #define NGX_PLATFORM_LOG_TOKEN_REFUSED  3
 #define NGX_PLATFORM_LOG_SIGNATURE      4
 #define NGX_PLATFORM_LOG_REDIS_FAILED   5
-#define NGX_PLATFORM_LOG_KINDS          6
+#define NGX_PLATFORM_LOG_BODY_MEMORY    6
+#define NGX_PLATFORM_LOG_KINDS          7
 
 /* at most a few lines of a kind a second, then one that counts the rest */
 ngx_uint_t ngx_platform_log_allowed(ngx_uint_t kind, ngx_uint_t level,
@@ -662,6 +670,16 @@ ngx_int_t ngx_platform_base64_value(ngx_str_t *dst, ngx_str_t *src,
 /* ngx_platform_http.c: request entry, inputs, body, operation */
 
 ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
+
+/*
+ * The raw text of the body (ctx->body) is no longer needed: its memory
+ * is freed at once, for an endpoint that holds a large document in
+ * another form. The parsed body (ctx->json) stays.
+ */
+void ngx_platform_body_drop(ngx_http_request_t *r, ngx_platform_ctx_t *ctx);
+
+/* bytes of bodies and documents this worker holds (platform_body_memory) */
+size_t ngx_platform_body_reserved(void);
 
 
 /* ngx_platform_route.c: endpoint patterns and the matching of paths */

@@ -46,6 +46,19 @@
 #define NGX_PLATFORM_JSON_TOO_DEEP     1
 #define NGX_PLATFORM_JSON_TOO_MANY     2
 
+/*
+ * platform_body_memory: what a body costs the worker while it is held,
+ * in times its length: the copy read whole, the text Jansson keeps while
+ * it reads a string and the string itself (a document's base64; the
+ * decoded bytes, smaller, come once the copy is dropped)
+ */
+#define NGX_PLATFORM_BODY_COST         3
+
+#define NGX_PLATFORM_BODY_BUSY                                               \
+    "The server holds too many large bodies; retry shortly."
+#define NGX_PLATFORM_BODY_TOO_LARGE                                          \
+    "The body is larger than the server can hold at once."
+
 
 /* a body being read into one buffer and parsed, perhaps in a thread */
 struct ngx_platform_body_work_s {
@@ -56,6 +69,7 @@ struct ngx_platform_body_work_s {
     json_error_t               error;
     ngx_err_t                  read_error;
     ngx_uint_t                 too_complex;   /* NGX_PLATFORM_JSON_TOO_* */
+    size_t                     reserved;      /* of platform_body_memory */
     unsigned                   read_failed:1;
 };
 
@@ -74,11 +88,17 @@ static ngx_uint_t ngx_platform_json_limits(u_char *p, size_t len);
 static ngx_int_t ngx_platform_body_done(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_body_cleanup(void *data);
+static ngx_int_t ngx_platform_body_admit(ngx_http_request_t *r, off_t len,
+    size_t *cost);
 static ngx_int_t ngx_platform_refuse(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_int_t ngx_platform_proceed(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_run(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+
+
+/* bytes of platform_body_memory the worker's requests hold */
+static size_t  ngx_platform_body_held;
 
 
 
@@ -224,6 +244,7 @@ ngx_platform_refuse(ngx_http_request_t *r, ngx_int_t rc)
 static ngx_int_t
 ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
+    size_t     cost;
     ngx_int_t  rc;
 
     rc = ngx_platform_check_inputs(r, ctx);
@@ -243,6 +264,20 @@ ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     rc = ngx_platform_check_content_type(r);
     if (rc != NGX_OK) {
         return ngx_platform_refuse(r, rc);
+    }
+
+    /*
+     * A body whose length is known is refused before it is read when it
+     * would not fit now; it reserves its share once read, so that slow
+     * clients sending theirs hold none of it meanwhile
+     */
+
+    if (r->headers_in.content_length_n > 0) {
+        rc = ngx_platform_body_admit(r, r->headers_in.content_length_n,
+                                     &cost);
+        if (rc != NGX_OK) {
+            return ngx_platform_refuse(r, rc);
+        }
     }
 
     rc = ngx_http_read_client_request_body(r, ngx_platform_body_handler);
@@ -419,6 +454,8 @@ ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     off_t                      len;
     ngx_buf_t                 *b;
     ngx_chain_t               *cl;
+    size_t                     cost;
+    ngx_int_t                  rc;
     ngx_pool_cleanup_t        *cln;
     ngx_platform_body_work_t  *bw;
 
@@ -449,6 +486,16 @@ ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
             len += b->in_file ? b->file_last - b->file_pos : b->last - b->pos;
         }
     }
+
+    /* the body's share, held until the request's pool goes */
+
+    rc = ngx_platform_body_admit(r, len, &cost);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    bw->reserved = cost;
+    ngx_platform_body_held += cost;
 
     bw->data = ngx_pnalloc(r->pool, len + 1);
     if (bw->data == NULL) {
@@ -658,6 +705,75 @@ ngx_platform_body_cleanup(void *data)
     if (bw->json) {
         json_decref(bw->json);
     }
+
+    ngx_platform_body_held -= bw->reserved;
+}
+
+
+/*
+ * Whether a body of len bytes fits in platform_body_memory beside those
+ * held now: NGX_OK with its cost, else 503 (413 when it could never fit)
+ */
+
+static ngx_int_t
+ngx_platform_body_admit(ngx_http_request_t *r, off_t len, size_t *cost)
+{
+    size_t                     budget;
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+    budget = pmcf->body_memory;
+
+    if (len > (off_t) (budget / NGX_PLATFORM_BODY_COST)) {
+        return ngx_platform_fail(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                 "Request body too large.",
+                                 NGX_PLATFORM_BODY_TOO_LARGE);
+    }
+
+    *cost = (size_t) len * NGX_PLATFORM_BODY_COST;
+
+    if (ngx_platform_body_held + *cost <= budget) {
+        return NGX_OK;
+    }
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_BODY_MEMORY_REFUSED);
+
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_BODY_MEMORY, NGX_LOG_WARN,
+                             r->connection->log, 0,
+                             "platform: a body of %O bytes refused, %uz of "
+                             "platform_body_memory %uz held", len,
+                             ngx_platform_body_held, budget);
+
+    return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                             "Service temporarily unavailable.",
+                             NGX_PLATFORM_BODY_BUSY);
+}
+
+
+void
+ngx_platform_body_drop(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_platform_body_work_t  *bw;
+
+    bw = ctx->body_work;
+
+    if (bw == NULL || bw->data == NULL) {
+        return;
+    }
+
+    /* a large allocation of the pool: ngx_pfree() gives it back */
+    (void) ngx_pfree(r->pool, bw->data);
+
+    bw->data = NULL;
+    ctx->body = NULL;
+    ctx->body_len = 0;
+}
+
+
+size_t
+ngx_platform_body_reserved(void)
+{
+    return ngx_platform_body_held;
 }
 
 

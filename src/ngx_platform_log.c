@@ -34,6 +34,7 @@ static ngx_platform_log_kind_t  ngx_platform_log_kinds[NGX_PLATFORM_LOG_KINDS]
     { "bearer token refusal", 0, 0, 0 },
     { "webhook signature refusal", 0, 0, 0 },
     { "Redis command failure", 0, 0, 0 },
+    { "body memory refusal", 0, 0, 0 },
 };
 
 

@@ -62,6 +62,9 @@ typedef struct {
 
         /* the primary, then the read pool */
         ngx_platform_shm_pg_t    pg[2];
+
+        /* bytes of platform_body_memory held */
+        ngx_atomic_t             body_reserved;
     }                            workers[NGX_PLATFORM_WORKERS_MAX];
 } ngx_platform_shm_t;
 

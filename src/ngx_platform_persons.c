@@ -9,7 +9,10 @@
  * A document's content arrives as base64 in a JSON body of up to some
  * megabytes. Decoding it and its SHA-256 run in the thread pool
  * (ngx_platform_offload()), into one buffer of the request pool; the
- * decoded bytes then go to PostgreSQL as a binary parameter.
+ * decoded bytes then go to PostgreSQL as a binary parameter, which the
+ * transport borrows instead of copying. The body's raw text is dropped
+ * before the decoding and the base64 text after it, so that an upload
+ * holds its document about twice at most (with libpq's copy).
  */
 
 
@@ -68,6 +71,8 @@ typedef struct {
     u_char                     digest[NGX_PLATFORM_SHA256_LEN];
     ngx_uint_t                 problem;    /* NGX_PLATFORM_DOC_* */
     size_t                     position;   /* characters, from 1 */
+
+    unsigned                   stored:1;   /* content to store */
 } ngx_platform_document_t;
 
 
@@ -154,7 +159,7 @@ static ngx_platform_sql_t  ngx_platform_persons_document_update_sql = {
       " approved"
       " FROM d) a",
 
-      8, (1 << 5) | (1 << 6), 0 },
+      8, NGX_PLATFORM_PG_BORROWED(5) | (1 << 6), 0 },
 
     { NGX_PLATFORM_P_ARG(0), NGX_PLATFORM_P_TENANT, NGX_PLATFORM_P_ARG(1),
       NGX_PLATFORM_P_ARG(2), NGX_PLATFORM_P_ARG(3), NGX_PLATFORM_P_ARG(4),
@@ -392,6 +397,10 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
 
     ctx->data = doc;
 
+    /* the parsed body is all this needs: the raw text's megabytes go */
+
+    ngx_platform_body_drop(r, ctx);
+
     /*
      * The declared statement's arguments: the ids, then type, fileName,
      * content, digest and size (absent: NULL data, SQL NULL, the stored
@@ -576,6 +585,13 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
 
     doc = ctx->data;
 
+    if (doc->src) {
+        /* the base64 text is decoded: Jansson's copy of it goes */
+        (void) json_object_del(ctx->json, "base64");
+        doc->src = NULL;
+        doc->stored = 1;
+    }
+
     switch (doc->problem) {
 
     case NGX_PLATFORM_DOC_OK:
@@ -618,7 +634,7 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
         return ngx_platform_backend_fail(r, NGX_ERROR);
     }
 
-    if (doc->src) {
+    if (doc->stored) {
         ctx->args[4].data = doc->buf;
         ctx->args[4].len = doc->size;
 

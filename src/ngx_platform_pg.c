@@ -606,7 +606,10 @@ ngx_platform_pg_stats(ngx_uint_t read, ngx_platform_pg_stats_t *stats)
     stats->waiting = pool->nwaiting;
     stats->connected = pool->connected;
 }
-/* parameters are copied into a heap block: the op may outlive its caller */
+/*
+ * parameters are copied into a heap block: the op may outlive its caller;
+ * borrowed ones are pointed to (see ngx_platform_pg_stmt_t)
+ */
 
 static size_t
 ngx_platform_pg_params_size(ngx_platform_pg_stmt_t *stmt, ngx_str_t *params)
@@ -621,7 +624,9 @@ ngx_platform_pg_params_size(ngx_platform_pg_stmt_t *stmt, ngx_str_t *params)
     }
 
     for (i = 0; i < stmt->nparams; i++) {
-        size += params[i].len + 1;
+        if (!ngx_platform_pg_borrowed(stmt, i)) {
+            size += params[i].len + 1;
+        }
     }
 
     /* the next step's pointers follow */
@@ -672,8 +677,14 @@ ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
             continue;
         }
 
-        call->values[i] = (char *) p;
         call->lengths[i] = (int) params[i].len;
+
+        if (ngx_platform_pg_borrowed(stmt, i)) {
+            call->values[i] = (char *) params[i].data;
+            continue;
+        }
+
+        call->values[i] = (char *) p;
 
         p = ngx_cpymem(p, params[i].data, params[i].len);
         *p++ = '\0';

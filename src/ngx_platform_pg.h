@@ -27,6 +27,14 @@ typedef struct ngx_platform_pg_op_s  ngx_platform_pg_op_t;
  * they are, for a bytea. A statement that reads no tenant's rows (API
  * keys, shared reference data) is unscoped: it runs without a scope
  * (see ngx_platform_pg_query()), which it would not use.
+ *
+ * Parameters are copied when the operation is created, except a binary
+ * one marked NGX_PLATFORM_PG_BORROWED(n) in binary (n from 0, as for the
+ * binary bit, which it sets too): its bytes (a document of megabytes)
+ * are read where the caller keeps them, in memory that lasts as long as
+ * the caller's pool. An operation is sent only while its caller's pool
+ * exists (one whose caller left before it was sent is dropped), and
+ * libpq copies what it sends.
  */
 typedef struct {
     char                      *name;
@@ -35,6 +43,10 @@ typedef struct {
     ngx_uint_t                 binary;
     ngx_uint_t                 unscoped;
 } ngx_platform_pg_stmt_t;
+
+
+#define NGX_PLATFORM_PG_BORROWED(n)  ((1 << (n)) | (1 << (16 + (n))))
+#define ngx_platform_pg_borrowed(stmt, n)  (((stmt)->binary >> (16 + (n))) & 1)
 
 
 /*

@@ -125,7 +125,12 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
       "Statements run again after a serialization failure or deadlock." },
     { "platform_rate_limit_local_total",
       "Rate limit decisions a worker took alone because Redis could not "
-      "answer." }
+      "answer." },
+
+    /* platform_body_memory */
+    { "platform_body_memory_refused_total",
+      "Requests refused because their body did not fit in "
+      "platform_body_memory beside those held." }
 };
 
 
@@ -307,6 +312,19 @@ ngx_platform_metrics_pools(u_char *p, ngx_platform_shm_t *shm)
         }
     }
 
+    p = ngx_sprintf(p,
+                    "# HELP platform_body_memory_bytes Bytes of "
+                    "platform_body_memory held by each worker's requests.\n"
+                    "# TYPE platform_body_memory_bytes gauge\n");
+
+    for (w = 0; w < NGX_PLATFORM_WORKERS_MAX; w++) {
+        if (shm->workers[w].pid) {
+            p = ngx_sprintf(p, "platform_body_memory_bytes{worker=\"%ui\"} "
+                               "%uA\n",
+                            w, shm->workers[w].body_reserved);
+        }
+    }
+
     return p;
 }
 
@@ -459,6 +477,8 @@ ngx_platform_metrics_gauges(void)
     ngx_platform_metrics_zone->workers[ngx_worker].pid = ngx_pid;
     ngx_platform_metrics_zone->workers[ngx_worker].redis_connected =
                                                ngx_platform_redis_connected();
+    ngx_platform_metrics_zone->workers[ngx_worker].body_reserved =
+                                               ngx_platform_body_reserved();
 
     for (i = 0; i < 2; i++) {
         ngx_platform_pg_stats(i, &stats);
