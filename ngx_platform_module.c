@@ -46,6 +46,8 @@ static char *ngx_platform_parse_attempts(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t *attempts, time_t *window);
 static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
     void *data);
+static char *ngx_platform_pg_tenant_share(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 static ngx_conf_num_bounds_t  ngx_platform_pool_size_bounds = {
@@ -136,6 +138,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_platform_main_conf_t, pg_pipeline_depth),
       &ngx_platform_pipeline_depth_bounds },
+
+    { ngx_string("platform_pg_tenant_share"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_platform_pg_tenant_share,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_tenant_share),
+      NULL },
+
+    { ngx_string("platform_pg_lock_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_lock_timeout),
+      NULL },
 
     { ngx_string("platform_pg_read"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -528,6 +544,8 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_idle_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_max_uses = NGX_CONF_UNSET_UINT;
     pmcf->pg_pipeline_depth = NGX_CONF_UNSET_UINT;
+    pmcf->pg_tenant_share = NGX_CONF_UNSET_UINT;
+    pmcf->pg_lock_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_row_security = NGX_CONF_UNSET;
     pmcf->redis_db = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
@@ -551,6 +569,8 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->pg_idle_timeout, 60000);
     ngx_conf_init_uint_value(pmcf->pg_max_uses, 10000);
     ngx_conf_init_uint_value(pmcf->pg_pipeline_depth, 8);
+    ngx_conf_init_uint_value(pmcf->pg_tenant_share, 50);
+    ngx_conf_init_msec_value(pmcf->pg_lock_timeout, 500);
     ngx_conf_init_value(pmcf->pg_row_security, 1);
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
@@ -1058,6 +1078,44 @@ ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post, void *data)
     if (*leeway > 60) {
         return "must be at most 60s";
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_pg_tenant_share 50%; the sign is optional */
+
+static char *
+ngx_platform_pg_tenant_share(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (pmcf->pg_tenant_share != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = value[1].len;
+
+    if (n && value[1].data[n - 1] == '%') {
+        n--;
+    }
+
+    n = ngx_atoi(value[1].data, n);
+
+    if (n < 1 || n > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid share \"%V\": a percentage of the pool "
+                           "from 1 to 100 (100: no limit) is expected",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    pmcf->pg_tenant_share = n;
 
     return NGX_CONF_OK;
 }

@@ -58,6 +58,7 @@ typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
 /* outcome of a backend operation, beside NGX_OK and NGX_ERROR */
 #define NGX_PLATFORM_UNAVAILABLE     -100   /* down, pool full: 503 */
 #define NGX_PLATFORM_TIMEOUT         -101   /* backend too slow: 503 */
+#define NGX_PLATFORM_OVER_SHARE      -102   /* caller's share in use: 429 */
 
 
 /* families of the registry, at most */
@@ -130,7 +131,8 @@ typedef struct ngx_platform_body_work_s ngx_platform_body_work_t;
 #define NGX_PLATFORM_M_APIKEY_LOOKUPS       13
 #define NGX_PLATFORM_M_APIKEYS_REFUSED      14
 #define NGX_PLATFORM_M_PG_RETRIES           15
-#define NGX_PLATFORM_M_MAX                  16
+#define NGX_PLATFORM_M_PG_OVER_SHARE        16
+#define NGX_PLATFORM_M_MAX                  17
 
 /* HTTP statuses counted one by one; the last slot is "other" */
 #define NGX_PLATFORM_STATUSES               19
@@ -157,6 +159,8 @@ typedef struct {
     ngx_msec_t                 pg_idle_timeout;
     ngx_uint_t                 pg_max_uses;
     ngx_uint_t                 pg_pipeline_depth;
+    ngx_uint_t                 pg_tenant_share;  /* percent */
+    ngx_msec_t                 pg_lock_timeout;
     ngx_str_t                  pg_read_conninfo;
     ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
     ngx_flag_t                 pg_row_security;
@@ -469,6 +473,9 @@ struct ngx_platform_ctx_s {
      * security when it is not the identity's (a webhook's; "": none)
      */
     ngx_str_t                  scope;
+
+    /* the client's address, as the pool's shares count it (op.c) */
+    ngx_str_t                  owner;
 
     /* WWW-Authenticate of a 401 */
     ngx_str_t                  challenge;

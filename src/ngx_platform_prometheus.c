@@ -122,7 +122,10 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     { "platform_apikeys_refused_total",
       "API keys refused: malformed, unknown, revoked or of another scope." },
     { "platform_pg_retries_total",
-      "Statements run again after a serialization failure or deadlock." }
+      "Statements run again after a serialization failure or deadlock." },
+    { "platform_pg_over_share_total",
+      "Requests refused because their tenant or client address held its "
+      "share of the pool." }
 };
 
 

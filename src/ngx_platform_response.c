@@ -270,7 +270,7 @@ ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
-/* Retry-After of a 503, WWW-Authenticate of a 401, Allow of a 405 */
+/* Retry-After of a 503 or 429, WWW-Authenticate of a 401, Allow of a 405 */
 
 void
 ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc)
@@ -326,6 +326,7 @@ ngx_platform_error_headers(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     switch (status) {
 
     case NGX_HTTP_SERVICE_UNAVAILABLE:
+    case NGX_HTTP_TOO_MANY_REQUESTS:
         ngx_str_set(&value, "1");
         return ngx_platform_add_header(r, "Retry-After", &value);
 
