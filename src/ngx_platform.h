@@ -178,6 +178,10 @@ typedef struct {
     /* entries of each per-worker authentication cache */
     ngx_uint_t                 auth_cache_size;
 
+    /* API key ids not found: how many a worker remembers, how long */
+    ngx_uint_t                 apikey_unknown_size;
+    ngx_msec_t                 apikey_unknown_time;
+
     /* platform_thread_pool: large bodies are parsed there; "off": none */
     ngx_str_t                  thread_pool_name;
     void                      *thread_pool;     /* ngx_thread_pool_t */
