@@ -60,6 +60,10 @@ static char *ngx_platform_body_memory(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post,
     void *data);
+static char *ngx_platform_pg_tenant_share(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_platform_apikey_unknown_cache(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 
 
 static ngx_conf_num_bounds_t  ngx_platform_pool_size_bounds = {
@@ -151,6 +155,20 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, pg_pipeline_depth),
       &ngx_platform_pipeline_depth_bounds },
 
+    { ngx_string("platform_pg_tenant_share"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_platform_pg_tenant_share,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_tenant_share),
+      NULL },
+
+    { ngx_string("platform_pg_lock_timeout"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_lock_timeout),
+      NULL },
+
     { ngx_string("platform_pg_read"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
@@ -216,6 +234,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_platform_auth_policy,
       NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("platform_apikey_unknown_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_platform_apikey_unknown_cache,
+      NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
 
@@ -581,12 +606,16 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_idle_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_max_uses = NGX_CONF_UNSET_UINT;
     pmcf->pg_pipeline_depth = NGX_CONF_UNSET_UINT;
+    pmcf->pg_tenant_share = NGX_CONF_UNSET_UINT;
+    pmcf->pg_lock_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_row_security = NGX_CONF_UNSET;
     pmcf->redis_db = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->auth_cache_size = NGX_CONF_UNSET_UINT;
     pmcf->body_memory = NGX_CONF_UNSET_SIZE;
+    pmcf->apikey_unknown_size = NGX_CONF_UNSET_UINT;
+    pmcf->apikey_unknown_time = NGX_CONF_UNSET_MSEC;
 
     return pmcf;
 }
@@ -605,12 +634,16 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->pg_idle_timeout, 60000);
     ngx_conf_init_uint_value(pmcf->pg_max_uses, 10000);
     ngx_conf_init_uint_value(pmcf->pg_pipeline_depth, 8);
+    ngx_conf_init_uint_value(pmcf->pg_tenant_share, 50);
+    ngx_conf_init_msec_value(pmcf->pg_lock_timeout, 500);
     ngx_conf_init_value(pmcf->pg_row_security, 1);
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
     ngx_conf_init_uint_value(pmcf->auth_cache_size, 1024);
     ngx_conf_init_size_value(pmcf->body_memory, 256 * 1024 * 1024);
+    ngx_conf_init_uint_value(pmcf->apikey_unknown_size, 10000);
+    ngx_conf_init_msec_value(pmcf->apikey_unknown_time, 10000);
 
     ngx_platform_metrics_init_buckets(pmcf);
 
@@ -1162,6 +1195,98 @@ ngx_platform_jwt_leeway_check(ngx_conf_t *cf, void *post, void *data)
     if (*leeway > 60) {
         return "must be at most 60s";
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_pg_tenant_share 50%; the sign is optional */
+
+static char *
+ngx_platform_pg_tenant_share(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (pmcf->pg_tenant_share != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = value[1].len;
+
+    if (n && value[1].data[n - 1] == '%') {
+        n--;
+    }
+
+    n = ngx_atoi(value[1].data, n);
+
+    if (n < 1 || n > 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid share \"%V\": a percentage of the pool "
+                           "from 1 to 100 (100: no limit) is expected",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    pmcf->pg_tenant_share = n;
+
+    return NGX_CONF_OK;
+}
+
+
+/* platform_apikey_unknown_cache 10000 10s; platform_apikey_unknown_cache off; */
+
+static char *
+ngx_platform_apikey_unknown_cache(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ngx_int_t   n;
+    ngx_msec_t  time;
+    ngx_str_t  *value;
+
+    if (pmcf->apikey_unknown_size != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        pmcf->apikey_unknown_size = 0;
+        pmcf->apikey_unknown_time = 0;
+        return NGX_CONF_OK;
+    }
+
+    n = ngx_atoi(value[1].data, value[1].len);
+
+    if (n < 1 || n > 1048576) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid number of entries \"%V\": 1 to 1048576, "
+                           "then a time, or \"off\", is expected",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    time = 10000;
+
+    if (cf->args->nelts == 3) {
+        time = ngx_parse_time(&value[2], 0);
+
+        if (time == (ngx_msec_t) NGX_ERROR || time == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid time \"%V\": a time of at least "
+                               "1ms, as \"10s\", is expected", &value[2]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    pmcf->apikey_unknown_size = n;
+    pmcf->apikey_unknown_time = time;
 
     return NGX_CONF_OK;
 }

@@ -59,6 +59,7 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 /* outcome of a backend operation, beside NGX_OK and NGX_ERROR */
 #define NGX_PLATFORM_UNAVAILABLE     -100   /* down, pool full: 503 */
 #define NGX_PLATFORM_TIMEOUT         -101   /* backend too slow: 503 */
+#define NGX_PLATFORM_OVER_SHARE      -102   /* caller's share in use: 429 */
 
 
 /* families of the registry, at most */
@@ -136,7 +137,10 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 /* bodies refused past platform_body_memory */
 #define NGX_PLATFORM_M_BODY_MEMORY_REFUSED  17
 
-#define NGX_PLATFORM_M_MAX                  18
+/* statements refused past platform_pg_tenant_share */
+#define NGX_PLATFORM_M_PG_OVER_SHARE        18
+
+#define NGX_PLATFORM_M_MAX                  19
 
 /* what a rate limit counts, for limits and the metrics of refusals */
 #define NGX_PLATFORM_RL_TENANT              0
@@ -170,6 +174,8 @@ typedef struct {
     ngx_msec_t                 pg_idle_timeout;
     ngx_uint_t                 pg_max_uses;
     ngx_uint_t                 pg_pipeline_depth;
+    ngx_uint_t                 pg_tenant_share;  /* percent */
+    ngx_msec_t                 pg_lock_timeout;
     ngx_str_t                  pg_read_conninfo;
     ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
     ngx_flag_t                 pg_row_security;
@@ -186,6 +192,10 @@ typedef struct {
 
     /* entries of each per-worker authentication cache */
     ngx_uint_t                 auth_cache_size;
+
+    /* API key ids not found: how many a worker remembers, how long */
+    ngx_uint_t                 apikey_unknown_size;
+    ngx_msec_t                 apikey_unknown_time;
 
     /* platform_thread_pool: large bodies are parsed there; "off": none */
     ngx_str_t                  thread_pool_name;
@@ -494,6 +504,9 @@ struct ngx_platform_ctx_s {
      * security when it is not the identity's (a webhook's; "": none)
      */
     ngx_str_t                  scope;
+
+    /* the client's address, as the pool's shares count it (op.c) */
+    ngx_str_t                  owner;
 
     /* WWW-Authenticate of a 401 */
     ngx_str_t                  challenge;

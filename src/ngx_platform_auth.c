@@ -10,7 +10,8 @@
  *            ngx_platform_jwt.c; remembered per worker until it expires
  *   apikey   the "apiKey" header, looked up by its id in PostgreSQL and
  *            compared by SHA-256 digest in constant time; the outcome is
- *            remembered per worker for platform_apikey_cache_time
+ *            remembered per worker for platform_apikey_cache_time, an id
+ *            that is not found apart (platform_apikey_unknown_cache)
  *   tenant   the family's tenancy headers (tenantId, countryCode, userId)
  *
  * The caller's tenant is the token's, else the key's, else the tenantId
@@ -97,6 +98,11 @@ static void ngx_platform_auth_apikey_done(void *data,
 static ngx_int_t ngx_platform_auth_apikey_use(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf,
     ngx_uint_t valid, ngx_str_t *values);
+static ngx_uint_t ngx_platform_auth_unknown_id(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, u_char *id_digest);
+static void ngx_platform_auth_remember(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_str_t *id, ngx_uint_t found,
+    ngx_uint_t known, u_char *stored, ngx_str_t *values);
 static ngx_int_t ngx_platform_auth_tenancy(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t policy);
 static ngx_uint_t ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
@@ -134,6 +140,12 @@ static ngx_platform_pg_stmt_t  ngx_platform_auth_apikey_stmt = {
 
 static ngx_platform_auth_cache_t  ngx_platform_auth_tokens;
 static ngx_platform_auth_cache_t  ngx_platform_auth_keys;
+
+/*
+ * Key ids not found, kept apart: a flood of made-up ids costs one lookup
+ * each and cannot push the known keys out of their cache.
+ */
+static ngx_platform_auth_cache_t  ngx_platform_auth_unknown;
 static ngx_uint_t                 ngx_platform_auth_ready;
 
 
@@ -411,6 +423,11 @@ ngx_platform_auth_apikey(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 
             return ngx_platform_auth_apikey_use(r, ctx, plcf, valid, values);
         }
+
+        if (ngx_platform_auth_unknown_id(r, plcf, id_digest)) {
+            ngx_memzero(values, sizeof(values));
+            return ngx_platform_auth_apikey_use(r, ctx, plcf, 0, values);
+        }
     }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_APIKEY_LOOKUPS);
@@ -479,16 +496,14 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
 {
     ngx_http_request_t *r = data;
 
-    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
-    u_char                      stored[NGX_PLATFORM_AUTH_DIGEST_LEN];
-    u_char                      id_digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
-    u_char                     *hex;
-    ngx_str_t                   id, values[NGX_PLATFORM_AUTH_VALUES];
-    ngx_uint_t                  known, valid, i;
-    ngx_table_elt_t            *h;
-    ngx_platform_ctx_t         *ctx;
-    ngx_platform_loc_conf_t    *plcf;
-    ngx_platform_auth_entry_t  *e;
+    u_char                    digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                    stored[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                   *hex;
+    ngx_str_t                 id, values[NGX_PLATFORM_AUTH_VALUES];
+    ngx_uint_t                known, valid, i;
+    ngx_table_elt_t          *h;
+    ngx_platform_ctx_t       *ctx;
+    ngx_platform_loc_conf_t  *plcf;
 
     ctx = ngx_platform_get_ctx(r);
 
@@ -546,23 +561,8 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
             && CRYPTO_memcmp(digest, stored, NGX_PLATFORM_AUTH_DIGEST_LEN)
                == 0;
 
-    if (ngx_platform_auth_ready && plcf->apikey_cache_time
-        && ngx_platform_auth_digest(&id, id_digest) == NGX_OK)
-    {
-        e = ngx_platform_auth_cache_find(&ngx_platform_auth_keys, NULL,
-                                         id_digest);
-        if (e) {
-            ngx_platform_auth_cache_delete(&ngx_platform_auth_keys, e);
-        }
-
-        e = ngx_platform_auth_cache_add(&ngx_platform_auth_keys, NULL,
-                                        id_digest, values);
-        if (e) {
-            e->fetched = ngx_current_msec;
-            e->valid = known;
-            ngx_memcpy(e->stored, stored, NGX_PLATFORM_AUTH_DIGEST_LEN);
-        }
-    }
+    ngx_platform_auth_remember(r, plcf, &id, PQntuples(res) == 1, known,
+                               stored, values);
 
     /* PQgetvalue() strings die with res: the identity needs its own */
 
@@ -579,6 +579,93 @@ ngx_platform_auth_apikey_done(void *data, ngx_platform_pg_op_t *op,
     }
 
     ctx->resume(r, rc);
+}
+
+
+/*
+ * An id found not to exist a moment ago is not looked up again: for
+ * platform_apikey_unknown_cache's time, or the location's
+ * platform_apikey_cache_time when it is shorter (0: every key is looked up).
+ */
+
+static ngx_uint_t
+ngx_platform_auth_unknown_id(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, u_char *id_digest)
+{
+    ngx_platform_main_conf_t   *pmcf;
+    ngx_platform_auth_entry_t  *e;
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+
+    if (pmcf->apikey_unknown_size == 0) {
+        return 0;
+    }
+
+    e = ngx_platform_auth_cache_find(&ngx_platform_auth_unknown, NULL,
+                                     id_digest);
+    if (e == NULL) {
+        return 0;
+    }
+
+    if (ngx_current_msec - e->fetched < pmcf->apikey_unknown_time
+        && ngx_current_msec - e->fetched < plcf->apikey_cache_time)
+    {
+        return 1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * What a lookup found, by key id: a key (known, or revoked) for
+ * platform_apikey_cache_time; an id without a key among the unknown ones.
+ */
+
+static void
+ngx_platform_auth_remember(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_str_t *id, ngx_uint_t found,
+    ngx_uint_t known, u_char *stored, ngx_str_t *values)
+{
+    u_char                      id_digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    ngx_platform_auth_cache_t  *cache;
+    ngx_platform_main_conf_t   *pmcf;
+    ngx_platform_auth_entry_t  *e;
+
+    if (!ngx_platform_auth_ready
+        || ngx_platform_auth_digest(id, id_digest) != NGX_OK)
+    {
+        return;
+    }
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+
+    if (found) {
+        if (plcf->apikey_cache_time == 0) {
+            return;
+        }
+
+        cache = &ngx_platform_auth_keys;
+
+    } else {
+        if (pmcf->apikey_unknown_size == 0) {
+            return;
+        }
+
+        cache = &ngx_platform_auth_unknown;
+    }
+
+    e = ngx_platform_auth_cache_find(cache, NULL, id_digest);
+    if (e) {
+        ngx_platform_auth_cache_delete(cache, e);
+    }
+
+    e = ngx_platform_auth_cache_add(cache, NULL, id_digest, values);
+    if (e) {
+        e->fetched = ngx_current_msec;
+        e->valid = known;
+        ngx_memcpy(e->stored, stored, NGX_PLATFORM_AUTH_DIGEST_LEN);
+    }
 }
 
 
@@ -921,6 +1008,8 @@ ngx_platform_auth_init_process(ngx_cycle_t *cycle)
                                  pmcf->auth_cache_size);
     ngx_platform_auth_cache_init(&ngx_platform_auth_keys,
                                  pmcf->auth_cache_size);
+    ngx_platform_auth_cache_init(&ngx_platform_auth_unknown,
+                                 ngx_max(pmcf->apikey_unknown_size, 1));
 
     ngx_platform_auth_ready = 1;
 
@@ -937,6 +1026,7 @@ ngx_platform_auth_exit_process(ngx_cycle_t *cycle)
 
     ngx_platform_auth_cache_free(&ngx_platform_auth_tokens);
     ngx_platform_auth_cache_free(&ngx_platform_auth_keys);
+    ngx_platform_auth_cache_free(&ngx_platform_auth_unknown);
 
     ngx_platform_auth_ready = 0;
 }

@@ -21,6 +21,9 @@ static ngx_int_t ngx_platform_sql_send(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_counted(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_str_t *ngx_platform_scope(ngx_http_request_t *r);
+static ngx_str_t *ngx_platform_owner(ngx_http_request_t *r);
+static ngx_int_t ngx_platform_address_owner(ngx_http_request_t *r,
+    ngx_str_t *owner);
 static void ngx_platform_sql_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
@@ -112,11 +115,13 @@ ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
         rc = ngx_platform_pg_read_query(r->pool, r->connection->log,
+                                        ngx_platform_owner(r),
                                         ngx_platform_scope(r), &sql->stmt,
                                         params, ngx_platform_sql_done, r);
 
     } else {
         rc = ngx_platform_pg_query(r->pool, r->connection->log,
+                                   ngx_platform_owner(r),
                                    ngx_platform_scope(r), &sql->stmt, params,
                                    ngx_platform_sql_done, r);
     }
@@ -364,6 +369,14 @@ ngx_platform_pg_outcome(ngx_http_request_t *r, ngx_platform_sql_t *sql,
                                  sql->reference_detail);
     }
 
+    if (ngx_strcmp(state, "55P03") == 0) {
+        /* platform_pg_lock_timeout: another request holds the row */
+        return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                 "Service temporarily unavailable.",
+                                 "The resource is being changed by another "
+                                 "request; retry shortly.");
+    }
+
     if (ngx_strcmp(state, "40001") == 0 || ngx_strcmp(state, "40P01") == 0
         || ngx_platform_sqlstate_is(state, "08")
         || ngx_platform_sqlstate_is(state, "53")
@@ -442,6 +455,13 @@ ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc)
                                  "Service temporarily unavailable.",
                                  "A backend is unavailable; retry shortly.");
 
+    case NGX_PLATFORM_OVER_SHARE:
+        ngx_platform_get_ctx(r)->retry_after = 1;
+        return ngx_platform_fail(r, NGX_HTTP_TOO_MANY_REQUESTS,
+                                 "Too many requests.",
+                                 "Your share of the database connections is "
+                                 "in use; retry shortly.");
+
     default:
         return ngx_platform_fail(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                  "Internal server error.",
@@ -455,8 +475,9 @@ ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
     return ngx_platform_counted(r, ngx_platform_pg_query(r->pool,
-                                    r->connection->log, ngx_platform_scope(r),
-                                    stmt, params, handler, r));
+                                    r->connection->log, ngx_platform_owner(r),
+                                    ngx_platform_scope(r), stmt, params,
+                                    handler, r));
 }
 
 
@@ -465,8 +486,9 @@ ngx_platform_read_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
     return ngx_platform_counted(r, ngx_platform_pg_read_query(r->pool,
-                                    r->connection->log, ngx_platform_scope(r),
-                                    stmt, params, handler, r));
+                                    r->connection->log, ngx_platform_owner(r),
+                                    ngx_platform_scope(r), stmt, params,
+                                    handler, r));
 }
 
 
@@ -501,6 +523,76 @@ ngx_platform_scope(ngx_http_request_t *r)
     }
 
     return ctx->identity.tenant.len ? &ctx->identity.tenant : NULL;
+}
+
+
+/*
+ * Who the request's statements count against in the pool's shares
+ * (platform_pg_tenant_share): its tenant, whether or not row-level
+ * security is on; before a tenant is known (an API key's lookup, an
+ * anonymous route), the client's address, an IPv6 one by its /64, the
+ * block one client is usually given.
+ */
+
+static ngx_str_t *
+ngx_platform_owner(ngx_http_request_t *r)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx == NULL) {
+        return &r->connection->addr_text;
+    }
+
+    if (ctx->scoped && ctx->scope.len) {
+        return &ctx->scope;
+    }
+
+    if (ctx->identity.tenant.len) {
+        return &ctx->identity.tenant;
+    }
+
+    if (ctx->owner.len == 0
+        && ngx_platform_address_owner(r, &ctx->owner) != NGX_OK)
+    {
+        return &r->connection->addr_text;
+    }
+
+    return &ctx->owner;
+}
+
+
+static ngx_int_t
+ngx_platform_address_owner(ngx_http_request_t *r, ngx_str_t *owner)
+{
+#if (NGX_HAVE_INET6)
+    u_char               *p;
+    struct in6_addr       addr;
+    struct sockaddr_in6  *sin6;
+
+    if (r->connection->sockaddr->sa_family == AF_INET6) {
+        sin6 = (struct sockaddr_in6 *) r->connection->sockaddr;
+
+        addr = sin6->sin6_addr;
+        ngx_memzero(&addr.s6_addr[8], 8);
+
+        p = ngx_pnalloc(r->pool, NGX_INET6_ADDRSTRLEN + sizeof("/64") - 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        owner->data = p;
+        owner->len = ngx_inet6_ntop(addr.s6_addr, p, NGX_INET6_ADDRSTRLEN);
+        owner->len += ngx_sprintf(p + owner->len, "/64") - (p + owner->len);
+
+        return NGX_OK;
+    }
+#endif
+
+    *owner = r->connection->addr_text;
+
+    return NGX_OK;
 }
 
 

@@ -19,6 +19,24 @@
  * When every connection is full and the pool is at its size, callers
  * wait in a bounded queue; past it they are refused at once.
  *
+ * No owner (a tenant, or a client address for what runs before a tenant
+ * is known) may hold more than platform_pg_tenant_share percent of a
+ * pool's pipeline slots (its connections' times the depth), nor of its
+ * queue: an owner at its share of the slots waits in the queue even when
+ * a slot is free, and one at its share of both is refused at once, while
+ * the others are served. A queue that serves its oldest waiter first
+ * passes over those whose owner is at its share of the slots. Each pool
+ * counts the operations of each owner that holds any, in a tree of
+ * owners that is as small as the operations in flight: an owner's entry
+ * goes when its last operation ends. An orphan still counts, since its
+ * statement still holds a slot.
+ *
+ * A scoped statement on the primary runs with platform_pg_lock_timeout,
+ * set in the same round trip as its scope: one waiting on a row lock
+ * (many clients changing one row) fails with 55P03 after that long
+ * instead of stalling the statements pipelined behind it on its
+ * connection until the lock is released.
+ *
  * An optional read pool (platform_pg_read, typically replicas) takes
  * the operations a caller marks as reads; whatever it cannot take, or
  * loses with its connection, runs on the primary instead.
@@ -89,6 +107,15 @@ typedef struct {
 } ngx_platform_pg_slot_t;
 
 
+/* who holds operations in a pool, and how many */
+typedef struct {
+    ngx_str_node_t               sn;         /* sn.str: the owner's name */
+    ngx_uint_t                   running;    /* sent, or leaving the queue */
+    ngx_uint_t                   waiting;    /* in the queue */
+    ngx_platform_pg_pool_t      *pool;
+} ngx_platform_pg_owner_t;
+
+
 /* a statement and its parameters, as an operation sends it */
 typedef struct {
     ngx_platform_pg_stmt_t    *stmt;
@@ -123,6 +150,8 @@ struct ngx_platform_pg_op_s {
     PGresult                    *result;
     ngx_platform_pg_slot_t       slot_pair[2];
 
+    ngx_platform_pg_owner_t     *owner;      /* counted against, if any */
+
     ngx_event_t                  wait_timer;
     unsigned                     waiting:1;
     unsigned                     read:1;     /* may run on the read pool */
@@ -150,18 +179,38 @@ struct ngx_platform_pg_pool_s {
     ngx_msec_t                   backoff;
     ngx_msec_t                   retry_at;
     ngx_uint_t                   connected;
+
+    ngx_rbtree_t                 owners;
+    ngx_rbtree_node_t            owners_sentinel;
+    ngx_uint_t                   nowners;
+    ngx_uint_t                   slot_share;     /* an owner's; 0: any */
+    ngx_uint_t                   queue_share;
 };
 
 
 static ngx_int_t ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read);
+    ngx_str_t *owner, ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler, void *data,
+    ngx_uint_t read);
+static ngx_platform_pg_stmt_t *ngx_platform_pg_prefix(ngx_str_t *scope,
+    ngx_uint_t lock, ngx_str_t *params);
 static ngx_platform_pg_op_t *ngx_platform_pg_op_create(ngx_log_t *log,
-    ngx_str_t *scope, ngx_platform_pg_step_t *steps, ngx_uint_t n);
+    ngx_platform_pg_step_t *prefix, ngx_platform_pg_step_t *steps,
+    ngx_uint_t n);
 static ngx_int_t ngx_platform_pg_submit(ngx_platform_pg_op_t *op,
-    ngx_pool_t *pool, ngx_log_t *log, void *data);
+    ngx_pool_t *pool, ngx_log_t *log, void *data, ngx_str_t *owner);
+static ngx_int_t ngx_platform_pg_admit(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_op_t *op, ngx_str_t *owner);
+static ngx_platform_pg_owner_t *ngx_platform_pg_owner_find(
+    ngx_platform_pg_pool_t *pool, ngx_str_t *name, uint32_t hash);
+static void ngx_platform_pg_own(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_op_t *op, ngx_str_t *name);
+static void ngx_platform_pg_owner_release(ngx_platform_pg_owner_t *owner);
 static ngx_int_t ngx_platform_pg_place(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_op_t *op, ngx_platform_pg_owner_t *owner);
+static ngx_uint_t ngx_platform_pg_may_run(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
+static void ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op);
 static ngx_platform_pg_conn_t *ngx_platform_pg_pick(
     ngx_platform_pg_pool_t *pool, ngx_uint_t stalled);
 static ngx_uint_t ngx_platform_pg_can_connect(ngx_platform_pg_pool_t *pool);
@@ -226,6 +275,8 @@ static ngx_uint_t ngx_platform_pg_list_count(const char *list);
 static ngx_platform_pg_pool_t *ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf, ngx_platform_pg_options_t *options,
     char *name);
+static ngx_uint_t ngx_platform_pg_share(ngx_platform_main_conf_t *pmcf,
+    ngx_uint_t capacity);
 static void ngx_platform_pg_pool_destroy(ngx_platform_pg_pool_t *pool);
 
 
@@ -251,39 +302,68 @@ static ngx_platform_pg_stmt_t   ngx_platform_pg_scope_stmt = {
     "platform_scope", "SELECT set_config('app.tenant_id', $1, true)", 1, 0, 1
 };
 
+/* the same with the lock timeout of a statement on the primary; or alone */
+static ngx_platform_pg_stmt_t   ngx_platform_pg_scope_lock_stmt = {
+    "platform_scope_lock",
+    "SELECT set_config('app.tenant_id', $1, true),"
+    " set_config('lock_timeout', $2, true)", 2, 0, 1
+};
+
+static ngx_platform_pg_stmt_t   ngx_platform_pg_lock_stmt = {
+    "platform_lock", "SELECT set_config('lock_timeout', $1, true)", 1, 0, 1
+};
+
+/* platform_pg_lock_timeout as PostgreSQL reads it; empty: none */
+static ngx_str_t                ngx_platform_pg_lock_timeout;
+static u_char                   ngx_platform_pg_lock_timeout_text[NGX_INT_T_LEN
+                                                                  + 3];
+
 
 ngx_int_t
-ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
+    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data)
 {
-    return ngx_platform_pg_single(pool, log, scope, stmt, params, handler,
-                                  data, 0);
+    return ngx_platform_pg_single(pool, log, owner, scope, stmt, params,
+                                  handler, data, 0);
 }
 
 
 ngx_int_t
 ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler, void *data)
+    ngx_str_t *owner, ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler, void *data)
 {
-    return ngx_platform_pg_single(pool, log, scope, stmt, params, handler,
-                                  data, 1);
+    return ngx_platform_pg_single(pool, log, owner, scope, stmt, params,
+                                  handler, data, 1);
 }
 
 
 static ngx_int_t
-ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
-    ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
+ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
+    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read)
 {
+    ngx_str_t                prefix_params[2];
+    ngx_uint_t               lock;
     ngx_platform_pg_op_t    *op;
-    ngx_platform_pg_step_t   step;
+    ngx_platform_pg_step_t   step, prefix;
 
     step.stmt = stmt;
     step.params = params;
 
-    op = ngx_platform_pg_op_create(log, stmt->unscoped ? NULL : scope, &step,
+    /* what reads shared tables, or only reads, waits on no row lock */
+
+    if (stmt->unscoped) {
+        scope = NULL;
+    }
+
+    lock = !read && !stmt->unscoped && ngx_platform_pg_lock_timeout.len;
+
+    prefix.stmt = ngx_platform_pg_prefix(scope, lock, prefix_params);
+    prefix.params = prefix_params;
+
+    op = ngx_platform_pg_op_create(log, prefix.stmt ? &prefix : NULL, &step,
                                    1);
     if (op == NULL) {
         return NGX_ERROR;
@@ -292,19 +372,44 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *scope,
     op->handler = handler;
     op->read = read;
 
-    return ngx_platform_pg_submit(op, pool, log, data);
+    return ngx_platform_pg_submit(op, pool, log, data, owner);
+}
+
+
+/* the hidden first call of an operation: its scope, its lock timeout */
+
+static ngx_platform_pg_stmt_t *
+ngx_platform_pg_prefix(ngx_str_t *scope, ngx_uint_t lock, ngx_str_t *params)
+{
+    if (scope && lock) {
+        params[0] = *scope;
+        params[1] = ngx_platform_pg_lock_timeout;
+        return &ngx_platform_pg_scope_lock_stmt;
+    }
+
+    if (scope) {
+        params[0] = *scope;
+        return &ngx_platform_pg_scope_stmt;
+    }
+
+    if (lock) {
+        params[0] = ngx_platform_pg_lock_timeout;
+        return &ngx_platform_pg_lock_stmt;
+    }
+
+    return NULL;
 }
 
 
 /*
  * One heap allocation for the op, one for what it sends: the calls,
  * results and slots of its steps (a prepare and an execute a step at
- * most) and every parameter's bytes. A scope is one more call, the
- * first, hidden from the handler.
+ * most) and every parameter's bytes. A prefix (the scope, the lock
+ * timeout) is one more call, the first, hidden from the handler.
  */
 
 static ngx_platform_pg_op_t *
-ngx_platform_pg_op_create(ngx_log_t *log, ngx_str_t *scope,
+ngx_platform_pg_op_create(ngx_log_t *log, ngx_platform_pg_step_t *prefix,
     ngx_platform_pg_step_t *steps, ngx_uint_t n)
 {
     u_char                *p;
@@ -317,7 +422,7 @@ ngx_platform_pg_op_create(ngx_log_t *log, ngx_str_t *scope,
         return NULL;
     }
 
-    first = (scope != NULL);
+    first = (prefix != NULL);
     size = 0;
 
     if (first + n > 1) {
@@ -327,8 +432,7 @@ ngx_platform_pg_op_create(ngx_log_t *log, ngx_str_t *scope,
     }
 
     if (first) {
-        size += ngx_platform_pg_params_size(&ngx_platform_pg_scope_stmt,
-                                            scope);
+        size += ngx_platform_pg_params_size(prefix->stmt, prefix->params);
     }
 
     for (i = 0; i < n; i++) {
@@ -364,8 +468,8 @@ ngx_platform_pg_op_create(ngx_log_t *log, ngx_str_t *scope,
     }
 
     if (first) {
-        p = ngx_platform_pg_params_copy(&op->calls[0],
-                                        &ngx_platform_pg_scope_stmt, scope, p);
+        p = ngx_platform_pg_params_copy(&op->calls[0], prefix->stmt,
+                                        prefix->params, p);
     }
 
     for (i = 0; i < n; i++) {
@@ -388,7 +492,7 @@ ngx_platform_pg_op_create(ngx_log_t *log, ngx_str_t *scope,
 
 static ngx_int_t
 ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
-    ngx_log_t *log, void *data)
+    ngx_log_t *log, void *data, ngx_str_t *owner)
 {
     ngx_int_t                rc;
     ngx_pool_cleanup_t      *cln;
@@ -416,18 +520,34 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
     cln->handler = ngx_platform_pg_cleanup;
     cln->data = op;
 
+    rc = NGX_DECLINED;
+
     if (op->read && ngx_platform_pg_replica) {
-        if (ngx_platform_pg_place(ngx_platform_pg_replica, op) == NGX_DONE) {
-            return NGX_DONE;
-        }
+        rc = ngx_platform_pg_admit(ngx_platform_pg_replica, op, owner);
 
         /* the read pool is down or full: the primary serves reads too */
     }
 
-    rc = ngx_platform_pg_place(pgp, op);
+    if (rc != NGX_DONE && rc != NGX_PLATFORM_OVER_SHARE) {
+        rc = ngx_platform_pg_admit(pgp, op, owner);
+    }
 
     if (rc == NGX_DONE) {
         return NGX_DONE;
+    }
+
+    if (rc == NGX_PLATFORM_OVER_SHARE) {
+        ngx_platform_metric_inc(NGX_PLATFORM_M_PG_OVER_SHARE);
+
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_PG_REJECTED, NGX_LOG_WARN,
+                                 log, 0,
+                                 "platform: PostgreSQL share of \"%V\" "
+                                 "in use, statement \"%s\" refused",
+                                 owner, op->calls[op->first].stmt->name);
+
+        ngx_platform_pg_op_free(op);
+
+        return NGX_PLATFORM_OVER_SHARE;
     }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_REJECTED);
@@ -446,6 +566,110 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
 
 
 /*
+ * op is placed with its owner's shares in mind, and counted against its
+ * owner once the pool took it.
+ */
+
+static ngx_int_t
+ngx_platform_pg_admit(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
+    ngx_str_t *owner)
+{
+    ngx_int_t                 rc;
+    ngx_platform_pg_owner_t  *o;
+
+    if (owner == NULL || owner->len == 0 || pool->slot_share == 0) {
+        return ngx_platform_pg_place(pool, op, NULL);
+    }
+
+    o = ngx_platform_pg_owner_find(pool, owner,
+                                   ngx_crc32_short(owner->data, owner->len));
+
+    rc = ngx_platform_pg_place(pool, op, o);
+
+    if (rc == NGX_DONE) {
+        ngx_platform_pg_own(pool, op, owner);
+    }
+
+    return rc;
+}
+
+
+static ngx_platform_pg_owner_t *
+ngx_platform_pg_owner_find(ngx_platform_pg_pool_t *pool, ngx_str_t *name,
+    uint32_t hash)
+{
+    return (ngx_platform_pg_owner_t *) ngx_str_rbtree_lookup(&pool->owners,
+                                                             name, hash);
+}
+
+
+/*
+ * op counts against its owner's share until it is freed. Without memory
+ * for a new owner op is not counted: refusing it would fail a request
+ * for the bookkeeping's sake.
+ */
+
+static void
+ngx_platform_pg_own(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
+    ngx_str_t *name)
+{
+    uint32_t                  hash;
+    ngx_platform_pg_owner_t  *o;
+
+    hash = ngx_crc32_short(name->data, name->len);
+
+    o = ngx_platform_pg_owner_find(pool, name, hash);
+
+    if (o == NULL) {
+        o = ngx_alloc(sizeof(ngx_platform_pg_owner_t) + name->len, pool->log);
+        if (o == NULL) {
+            return;
+        }
+
+        o->sn.node.key = hash;
+        o->sn.str.len = name->len;
+        o->sn.str.data = (u_char *) (o + 1);
+        ngx_memcpy(o->sn.str.data, name->data, name->len);
+
+        o->running = 0;
+        o->waiting = 0;
+        o->pool = pool;
+
+        ngx_rbtree_insert(&pool->owners, &o->sn.node);
+        pool->nowners++;
+    }
+
+    if (op->waiting) {
+        o->waiting++;
+
+    } else {
+        o->running++;
+    }
+
+    op->owner = o;
+}
+
+
+/*
+ * An operation of the owner ended (a waiter leaves the queue as running
+ * first); the owner goes with its last one.
+ */
+
+static void
+ngx_platform_pg_owner_release(ngx_platform_pg_owner_t *o)
+{
+    if (--o->running || o->waiting) {
+        return;
+    }
+
+    ngx_rbtree_delete(&o->pool->owners, &o->sn.node);
+    o->pool->nowners--;
+
+    ngx_free(o);
+}
+
+
+/*
  * An idle connection; else a new one, while the pool may grow, so that a
  * statement waits behind another only when it must; else the least loaded
  * connection that is not stalled, the one whose oldest statement is the
@@ -453,9 +677,25 @@ ngx_platform_pg_submit(ngx_platform_pg_op_t *op, ngx_pool_t *pool,
  */
 
 static ngx_int_t
-ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op)
+ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
+    ngx_platform_pg_owner_t *owner)
 {
     ngx_platform_pg_conn_t  *pc;
+
+    if (owner && owner->running >= pool->slot_share) {
+        /* its share of the slots is in use: it may wait for its turn */
+
+        if (owner->waiting >= pool->queue_share) {
+            return NGX_PLATFORM_OVER_SHARE;
+        }
+
+        if (pool->nwaiting < pool->conf->pg_queue_size) {
+            ngx_platform_pg_wait(pool, op);
+            return NGX_DONE;
+        }
+
+        return NGX_PLATFORM_OVER_SHARE;
+    }
 
     pc = ngx_platform_pg_pick(pool, 0);
 
@@ -480,11 +720,47 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op)
     }
 
     if (pool->nconns > 0 && pool->nwaiting < pool->conf->pg_queue_size) {
+
+        if (owner && owner->waiting >= pool->queue_share) {
+            return NGX_PLATFORM_OVER_SHARE;
+        }
+
         ngx_platform_pg_wait(pool, op);
         return NGX_DONE;
     }
 
     return NGX_PLATFORM_UNAVAILABLE;
+}
+
+
+/* a waiter whose owner is at its share of the slots waits on */
+
+static ngx_uint_t
+ngx_platform_pg_may_run(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op)
+{
+    return op->owner == NULL
+           || pool->slot_share == 0
+           || op->owner->running < pool->slot_share;
+}
+
+
+/* op leaves the queue: counted as running until it is freed */
+
+static void
+ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op)
+{
+    ngx_queue_remove(&op->queue);
+    op->pool->nwaiting--;
+    op->waiting = 0;
+
+    if (op->wait_timer.timer_set) {
+        ngx_del_timer(&op->wait_timer);
+    }
+
+    if (op->owner) {
+        op->owner->waiting--;
+        op->owner->running++;
+    }
 }
 
 
@@ -605,6 +881,7 @@ ngx_platform_pg_stats(ngx_uint_t read, ngx_platform_pg_stats_t *stats)
     stats->busy = pool->nconns - stats->idle;
     stats->waiting = pool->nwaiting;
     stats->connected = pool->connected;
+    stats->owners = pool->nowners;
 }
 /*
  * parameters are copied into a heap block: the op may outlive its caller;
@@ -702,7 +979,8 @@ ngx_platform_pg_params_copy(ngx_platform_pg_call_t *call,
 static void
 ngx_platform_pg_op_lost(ngx_platform_pg_op_t *op, ngx_int_t rc)
 {
-    ngx_platform_pg_pool_t  *primary;
+    ngx_platform_pg_owner_t  *owner;
+    ngx_platform_pg_pool_t   *primary;
 
     primary = ngx_platform_pg_primary;
 
@@ -716,13 +994,28 @@ ngx_platform_pg_op_lost(ngx_platform_pg_op_t *op, ngx_int_t rc)
         op->conn = NULL;
         op->pool = NULL;
 
-        if (ngx_platform_pg_place(primary, op) == NGX_DONE) {
+        /* it was admitted: it moves with its owner, whatever the share */
+
+        owner = op->owner;
+        op->owner = NULL;
+
+        if (ngx_platform_pg_place(primary, op, NULL) == NGX_DONE) {
+            if (owner) {
+                if (primary->slot_share) {
+                    ngx_platform_pg_own(primary, op, &owner->sn.str);
+                }
+
+                ngx_platform_pg_owner_release(owner);
+            }
+
             ngx_log_error(NGX_LOG_INFO, op->log, 0,
                           "platform: read pool unavailable, statement "
                           "\"%s\" runs on the primary",
                           op->calls[op->first].stmt->name);
             return;
         }
+
+        op->owner = owner;
     }
 
     ngx_platform_pg_op_fail(op, rc);
@@ -755,6 +1048,11 @@ ngx_platform_pg_op_free(ngx_platform_pg_op_t *op)
 
     if (op->cleanup) {
         op->cleanup->handler = NULL;
+    }
+
+    if (op->owner) {
+        ngx_platform_pg_owner_release(op->owner);
+        op->owner = NULL;
     }
 
     ngx_platform_pg_op_clear(op);
@@ -801,9 +1099,7 @@ ngx_platform_pg_cleanup(void *data)
     op->log = NULL;
 
     if (op->waiting) {
-        ngx_queue_remove(&op->queue);
-        op->pool->nwaiting--;
-        op->waiting = 0;
+        ngx_platform_pg_unqueue(op);
         ngx_platform_pg_op_free(op);
     }
 }
@@ -836,9 +1132,7 @@ ngx_platform_pg_wait_timeout(ngx_event_t *ev)
     op = (ngx_platform_pg_op_t *)
              ((u_char *) ev - offsetof(ngx_platform_pg_op_t, wait_timer));
 
-    ngx_queue_remove(&op->queue);
-    op->pool->nwaiting--;
-    op->waiting = 0;
+    ngx_platform_pg_unqueue(op);
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_PG_TIMEOUTS);
 
@@ -1652,7 +1946,8 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
      */
 
     conflict = (ngx_strncmp(state, "23", 2) == 0
-                || ngx_strncmp(state, "40", 2) == 0);
+                || ngx_strncmp(state, "40", 2) == 0
+                || ngx_strcmp(state, "55P03") == 0);
     level = conflict ? NGX_LOG_INFO : NGX_LOG_ERR;
 
     message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -1717,29 +2012,28 @@ ngx_platform_pg_complete(ngx_platform_pg_op_t *op)
 static void
 ngx_platform_pg_settle(ngx_platform_pg_conn_t *pc)
 {
-    ngx_queue_t             *q;
+    ngx_queue_t             *q, *next;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_pool_t  *pool;
 
     pool = pc->pool;
 
-    while (!ngx_queue_empty(&pool->waiting)
-           && !pc->broken
-           && pc->nops < pool->conf->pg_pipeline_depth
-           && (pool->conf->pg_max_uses == 0
-               || pc->uses < pool->conf->pg_max_uses))
+    for (q = ngx_queue_head(&pool->waiting);
+         q != ngx_queue_sentinel(&pool->waiting)
+         && !pc->broken
+         && pc->nops < pool->conf->pg_pipeline_depth
+         && (pool->conf->pg_max_uses == 0
+             || pc->uses < pool->conf->pg_max_uses);
+         q = next)
     {
-        q = ngx_queue_head(&pool->waiting);
-        ngx_queue_remove(q);
-        pool->nwaiting--;
-
+        next = ngx_queue_next(q);
         op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
-        op->waiting = 0;
 
-        if (op->wait_timer.timer_set) {
-            ngx_del_timer(&op->wait_timer);
+        if (!ngx_platform_pg_may_run(pool, op)) {
+            continue;
         }
 
+        ngx_platform_pg_unqueue(op);
         ngx_platform_pg_send(pc, op);
     }
 
@@ -1878,22 +2172,22 @@ ngx_platform_pg_close(ngx_platform_pg_conn_t *pc)
 static void
 ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool)
 {
-    ngx_queue_t           *q;
+    ngx_queue_t           *q, *next;
     ngx_platform_pg_op_t  *op;
 
-    while (!ngx_queue_empty(&pool->waiting)
-           && pool->nconns < pool->conf->pg_pool_size)
+    for (q = ngx_queue_head(&pool->waiting);
+         q != ngx_queue_sentinel(&pool->waiting)
+         && pool->nconns < pool->conf->pg_pool_size;
+         q = next)
     {
-        q = ngx_queue_head(&pool->waiting);
+        next = ngx_queue_next(q);
         op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
 
-        ngx_queue_remove(q);
-        pool->nwaiting--;
-        op->waiting = 0;
-
-        if (op->wait_timer.timer_set) {
-            ngx_del_timer(&op->wait_timer);
+        if (!ngx_platform_pg_may_run(pool, op)) {
+            continue;
         }
+
+        ngx_platform_pg_unqueue(op);
 
         if (ngx_current_msec < pool->retry_at
             || ngx_platform_pg_connect(pool, op) != NGX_OK)
@@ -1976,7 +2270,19 @@ ngx_int_t
 ngx_platform_pg_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
 {
+    u_char  *p;
+
     ngx_platform_pg_timer_conn.fd = (ngx_socket_t) -1;
+
+    ngx_str_null(&ngx_platform_pg_lock_timeout);
+
+    if (pmcf->pg_lock_timeout) {
+        p = ngx_sprintf(ngx_platform_pg_lock_timeout_text, "%Mms",
+                        pmcf->pg_lock_timeout);
+
+        ngx_platform_pg_lock_timeout.data = ngx_platform_pg_lock_timeout_text;
+        ngx_platform_pg_lock_timeout.len = p - ngx_platform_pg_lock_timeout_text;
+    }
 
     /* parsed, and checked, when the configuration was read */
 
@@ -2023,6 +2329,15 @@ ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
 
     ngx_queue_init(&pool->conns);
     ngx_queue_init(&pool->waiting);
+
+    ngx_rbtree_init(&pool->owners, &pool->owners_sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    if (pmcf->pg_tenant_share < 100) {
+        pool->slot_share = ngx_platform_pg_share(pmcf,
+                               pmcf->pg_pool_size * pmcf->pg_pipeline_depth);
+        pool->queue_share = ngx_platform_pg_share(pmcf, pmcf->pg_queue_size);
+    }
 
     n = 0;
     for (opt = options; opt->keyword; opt++) {
@@ -2091,6 +2406,19 @@ ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
     pool->name = name;
 
     return pool;
+}
+
+
+/*
+ * The operations an owner may hold of a capacity (the slots of every
+ * connection the pool may open, or its queue): one at least, so that a
+ * small pool still serves everyone.
+ */
+
+static ngx_uint_t
+ngx_platform_pg_share(ngx_platform_main_conf_t *pmcf, ngx_uint_t capacity)
+{
+    return ngx_max(capacity * pmcf->pg_tenant_share / 100, 1);
 }
 
 
@@ -2242,13 +2570,10 @@ ngx_platform_pg_pool_destroy(ngx_platform_pg_pool_t *pool)
 
     while (!ngx_queue_empty(&pool->waiting)) {
         q = ngx_queue_head(&pool->waiting);
-        ngx_queue_remove(q);
         op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
-        op->waiting = 0;
+        ngx_platform_pg_unqueue(op);
         ngx_platform_pg_op_free(op);
     }
-
-    pool->nwaiting = 0;
 
     while (!ngx_queue_empty(&pool->conns)) {
         q = ngx_queue_head(&pool->conns);

@@ -54,7 +54,8 @@ typedef struct {
  * operation, valid during the call. rc is NGX_OK (res holds the result),
  * NGX_ERROR (the statement failed; res holds the error result, for its
  * SQLSTATE), NGX_PLATFORM_UNAVAILABLE or NGX_PLATFORM_TIMEOUT (res is
- * NULL). The pool frees res after the handler returns. The handler may
+ * NULL). A statement that waited longer than platform_pg_lock_timeout for
+ * a row lock fails with SQLSTATE 55P03. The pool frees res after the handler returns. The handler may
  * start other operations.
  */
 typedef void (*ngx_platform_pg_handler_pt)(void *data,
@@ -67,17 +68,25 @@ typedef void (*ngx_platform_pg_handler_pt)(void *data,
  * scope, when not NULL, is the tenant whose rows the statement may see
  * under row-level security: "set_config('app.tenant_id', scope, true)"
  * runs first, in the same round trip and the same implicit transaction,
- * so that the setting ends with the operation. pool
+ * so that the setting ends with the operation; a scoped statement on the
+ * primary also gets platform_pg_lock_timeout there. pool
  * is the caller's (a request's): when it is destroyed the operation is
  * detached and finishes as an orphan, its result read and dropped; log
  * names the caller in the operation's log lines while it is attached.
+ *
+ * owner, when not NULL and not empty, is who the operation is counted
+ * against (a tenant, or a client address): it may hold at most
+ * platform_pg_tenant_share percent of a pool's pipeline slots and queue,
+ * orphans included, until each of its operations finishes.
+ *
  * Returns NGX_DONE when the handler will be called (never before this
- * returns), NGX_PLATFORM_UNAVAILABLE when the pool and its queue are full
- * or PostgreSQL is known to be down, or NGX_ERROR.
+ * returns), NGX_PLATFORM_OVER_SHARE when owner holds its share already,
+ * NGX_PLATFORM_UNAVAILABLE when the pool and its queue are full or
+ * PostgreSQL is known to be down, or NGX_ERROR.
  */
 ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler, void *data);
+    ngx_str_t *owner, ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler, void *data);
 
 /*
  * The same for a statement that only reads: it runs on the read pool
@@ -85,8 +94,8 @@ ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
  * pool cannot take it or loses it with its connection.
  */
 ngx_int_t ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
-    ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
-    ngx_platform_pg_handler_pt handler, void *data);
+    ngx_str_t *owner, ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt,
+    ngx_str_t *params, ngx_platform_pg_handler_pt handler, void *data);
 
 
 /* SQLSTATE of an error result, "" when there is none */
@@ -105,6 +114,7 @@ typedef struct {
     ngx_uint_t                 in_flight;   /* operations on connections */
     ngx_uint_t                 waiting;
     ngx_uint_t                 connected;   /* last connect succeeded */
+    ngx_uint_t                 owners;      /* holding operations */
 } ngx_platform_pg_stats_t;
 
 /* of the primary (read 0) or of the read pool (read 1) */

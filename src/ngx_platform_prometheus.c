@@ -130,7 +130,12 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     /* platform_body_memory */
     { "platform_body_memory_refused_total",
       "Requests refused because their body did not fit in "
-      "platform_body_memory beside those held." }
+      "platform_body_memory beside those held." },
+
+    /* platform_pg_tenant_share */
+    { "platform_pg_over_share_total",
+      "Requests refused because their tenant or client address held its "
+      "share of the pool." }
 };
 
 

@@ -272,7 +272,7 @@ ngx_platform_send_error(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
-/* Retry-After of a 503, WWW-Authenticate of a 401, Allow of a 405 */
+/* Retry-After of a 503 or 429, WWW-Authenticate of a 401, Allow of a 405 */
 
 void
 ngx_platform_finalize(ngx_http_request_t *r, ngx_int_t rc)

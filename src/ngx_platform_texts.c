@@ -60,6 +60,12 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
       "Un service interne n'a pas répondu à temps ; réessayez bientôt." },
     { "A backend is unavailable; retry shortly.",
       "Un service interne est indisponible ; réessayez bientôt." },
+    { "Your share of the database connections is in use; retry shortly.",
+      "Votre part des connexions à la base de données est utilisée ;"
+      " réessayez bientôt." },
+    { "The resource is being changed by another request; retry shortly.",
+      "La ressource est en cours de modification par une autre requête ;"
+      " réessayez bientôt." },
     { "The request could not be completed.",
       "La requête n'a pas pu aboutir." },
     { "tenantId header is required.", "L'en-tête tenantId est requis." },

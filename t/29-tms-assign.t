@@ -22,8 +22,10 @@ my $k = Platform::JWT::keys($t->testdir . '/keys');
 # every route's default: the assign needs the headers only (the key is
 # for the vehicles and drivers routes of the location)
 $t->run(<<'EOF');
-    # the race below keeps assigns queued for a connection for seconds
+    # the race below keeps assigns queued for a connection for seconds,
+    # waiting for the driver's row that the test holds
     platform_pg_queue_timeout 10s;
+    platform_pg_lock_timeout 0;
 
     server {
         listen 127.0.0.1:%%PORT%%;

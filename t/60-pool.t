@@ -19,6 +19,8 @@ $t->run(<<'EOF');
     platform_pg_pool_size 2;
     platform_pg_pipeline_depth 2;
     platform_pg_queue_size 2;
+    # one tenant fills the pool: no share of it is kept for others
+    platform_pg_tenant_share 100;
     platform_pg_queue_timeout 5s;
     platform_pg_query_timeout 4s;
 

@@ -27,6 +27,8 @@ sub conf {
     my ($pool) = @_;
     return <<"EOF";
     platform_cache_time 0;
+    # one tenant fills the pipelines: no share of them is kept for others
+    platform_pg_tenant_share 100;
 $pool
     server {
         listen 127.0.0.1:%%PORT%%;
