@@ -48,6 +48,7 @@ ngx_uint_t
 ngx_platform_log_allowed(ngx_uint_t kind, ngx_uint_t level, ngx_log_t *log)
 {
     time_t                    now;
+    ngx_tm_t                  tm;
     ngx_platform_log_kind_t  *k;
 
     if (kind >= NGX_PLATFORM_LOG_KINDS) {
@@ -61,10 +62,14 @@ ngx_platform_log_allowed(ngx_uint_t kind, ngx_uint_t level, ngx_log_t *log)
         /* the cycle's log: the count is of no one request */
 
         if (k->left_out) {
+            /* the second they were left out in, as the log's own times */
+            ngx_localtime(k->second, &tm);
+
             ngx_log_error(level, ngx_cycle->log, 0,
                           "platform: %ui more lines of %s left out of "
-                          "the log since %T", k->left_out, k->what,
-                          k->second);
+                          "the log in the second of %02d:%02d:%02d",
+                          k->left_out, k->what, tm.ngx_tm_hour,
+                          tm.ngx_tm_min, tm.ngx_tm_sec);
         }
 
         k->second = now;
