@@ -113,6 +113,7 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 #define NGX_PLATFORM_F_MAX           0x08   /* max applies */
 #define NGX_PLATFORM_F_TRIM          0x10   /* length counted trimmed */
 #define NGX_PLATFORM_F_UNIQUE        0x20   /* array items: once each */
+#define NGX_PLATFORM_F_RAW           0x40   /* a large top-level string */
 
 
 /* counters of the metrics zone */
@@ -492,6 +493,13 @@ struct ngx_platform_ctx_s {
 
     /* the body parsed and checked against the endpoint's fields */
     json_t                    *json;
+
+    /*
+     * The value of the endpoint's F_RAW field, kept out of ctx->json
+     * (where it is ""): its UTF-8, in the body's own buffer (NULL data:
+     * absent, or not a string)
+     */
+    ngx_str_t                  raw;
     ngx_platform_body_work_t  *body_work;
 
     /* Allow header of a known path asked with another method */
@@ -678,6 +686,29 @@ ngx_uint_t ngx_platform_base64_decode(ngx_platform_base64_t *b);
 /* a whole value into dst, ngx_base64_decoded_length() bytes: NGX_OK */
 ngx_int_t ngx_platform_base64_value(ngx_str_t *dst, ngx_str_t *src,
     ngx_uint_t flags);
+
+
+/*
+ * ngx_platform_json.c: the string of an F_RAW body field, read outside
+ * Jansson as Jansson reads it
+ */
+
+/* whether the text of a key (no quotes) spells name */
+ngx_uint_t ngx_platform_json_key_is(u_char *p, u_char *end, const char *name);
+
+/*
+ * The string's text, len bytes at body + start: NGX_OK if Jansson would
+ * take it, else NGX_ERROR with error set as Jansson sets it
+ */
+ngx_int_t ngx_platform_json_string_check(u_char *body, size_t start,
+    size_t len, json_error_t *error);
+
+/* error's line and column at offset of body, as Jansson counts them */
+void ngx_platform_json_where(json_error_t *error, u_char *body,
+    size_t offset);
+
+/* a checked string's escapes undone in place: its length as UTF-8 */
+size_t ngx_platform_json_unescape(u_char *text, size_t len);
 
 
 /* ngx_platform_http.c: request entry, inputs, body, operation */

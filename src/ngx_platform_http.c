@@ -48,11 +48,11 @@
 
 /*
  * platform_body_memory: what a body costs the worker while it is held,
- * in times its length: the copy read whole, the text Jansson keeps while
- * it reads a string and the string itself (a document's base64; the
- * decoded bytes, smaller, come once the copy is dropped)
+ * in times its length: the copy read whole, and as much again for what
+ * is made of it (Jansson's values; a document's decoded bytes and
+ * libpq's copy of them, its base64 kept out of Jansson: F_RAW)
  */
-#define NGX_PLATFORM_BODY_COST         3
+#define NGX_PLATFORM_BODY_COST         2
 
 #define NGX_PLATFORM_BODY_BUSY                                               \
     "The server holds too many large bodies; retry shortly."
@@ -70,7 +70,15 @@ struct ngx_platform_body_work_s {
     ngx_err_t                  read_error;
     ngx_uint_t                 too_complex;   /* NGX_PLATFORM_JSON_TOO_* */
     size_t                     reserved;      /* of platform_body_memory */
+
+    /* the F_RAW field's string: its text's place in data, un-escaped */
+    const char                *raw_name;
+    size_t                     raw_start;
+    size_t                     raw_len;
+    size_t                     pos;           /* what Jansson has read */
+
     unsigned                   read_failed:1;
+    unsigned                   raw_found:1;
 };
 
 
@@ -84,7 +92,11 @@ static void ngx_platform_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_collect_body(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_body_work(void *data);
-static ngx_uint_t ngx_platform_json_limits(u_char *p, size_t len);
+static ngx_uint_t ngx_platform_json_limits(ngx_platform_body_work_t *bw);
+static void ngx_platform_body_parse_raw(ngx_platform_body_work_t *bw);
+static size_t ngx_platform_body_read(void *buf, size_t size, void *data);
+static ngx_int_t ngx_platform_body_raw(ngx_platform_ctx_t *ctx,
+    ngx_platform_body_work_t *bw);
 static ngx_int_t ngx_platform_body_done(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static void ngx_platform_body_cleanup(void *data);
@@ -457,6 +469,7 @@ ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     size_t                     cost;
     ngx_int_t                  rc;
     ngx_pool_cleanup_t        *cln;
+    ngx_platform_field_t      *field;
     ngx_platform_body_work_t  *bw;
 
     bw = ngx_pcalloc(r->pool, sizeof(ngx_platform_body_work_t));
@@ -507,6 +520,13 @@ ngx_platform_collect_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     ctx->body = bw->data;
     ctx->body_len = len;
 
+    for (field = ctx->endpoint->body; field->name; field++) {
+        if (field->flags & NGX_PLATFORM_F_RAW) {
+            bw->raw_name = field->name;
+            break;
+        }
+    }
+
     return NGX_OK;
 }
 
@@ -552,9 +572,14 @@ ngx_platform_body_work(void *data)
 
     *p = '\0';
 
-    bw->too_complex = ngx_platform_json_limits(bw->data, bw->len);
+    bw->too_complex = ngx_platform_json_limits(bw);
 
     if (bw->too_complex) {
+        return;
+    }
+
+    if (bw->raw_found) {
+        ngx_platform_body_parse_raw(bw);
         return;
     }
 
@@ -564,25 +589,101 @@ ngx_platform_body_work(void *data)
 
 
 /*
+ * A body whose F_RAW field has a string: Jansson parses the body with
+ * that string's text left out (so it reads "" there), the text is
+ * checked as Jansson would and un-escaped where it is. A malformed body
+ * is told by the first error Jansson would have met in the whole text.
+ */
+
+static void
+ngx_platform_body_parse_raw(ngx_platform_body_work_t *bw)
+{
+    bw->pos = 0;
+    bw->json = json_load_callback(ngx_platform_body_read, bw,
+                                  JSON_REJECT_DUPLICATES, &bw->error);
+
+    if (bw->json == NULL && (size_t) bw->error.position <= bw->raw_start) {
+        /* met before the string */
+        return;
+    }
+
+    if (ngx_platform_json_string_check(bw->data, bw->raw_start, bw->raw_len,
+                                       &bw->error)
+        != NGX_OK)
+    {
+        if (bw->json) {
+            json_decref(bw->json);
+            bw->json = NULL;
+        }
+
+        return;
+    }
+
+    if (bw->json == NULL) {
+        /* met after the string: where that is in the whole text */
+        ngx_platform_json_where(&bw->error, bw->data,
+                                bw->error.position + bw->raw_len);
+        return;
+    }
+
+    bw->raw_len = ngx_platform_json_unescape(bw->data + bw->raw_start,
+                                             bw->raw_len);
+}
+
+
+/* Jansson's input: the body without the text of the F_RAW string */
+
+static size_t
+ngx_platform_body_read(void *buf, size_t size, void *data)
+{
+    ngx_platform_body_work_t *bw = data;
+
+    size_t  end, n;
+
+    if (bw->pos == bw->raw_start) {
+        bw->pos += bw->raw_len;
+    }
+
+    end = (bw->pos < bw->raw_start) ? bw->raw_start : bw->len;
+
+    n = ngx_min(size, end - bw->pos);
+
+    ngx_memcpy(buf, bw->data + bw->pos, n);
+    bw->pos += n;
+
+    return n;
+}
+
+
+/*
  * The JSON limits, in one pass over the bytes outside strings: each '{'
  * or '[' opens a level; a ':' in an object and each element of an array
  * (its first, then one per ',') is a member. Text that is not JSON may
- * be miscounted, but Jansson refuses it anyway.
+ * be miscounted, but Jansson refuses it anyway. The same pass finds the
+ * string of the F_RAW field: the first member of the top-level object
+ * with its name whose value is a string.
  */
 
 static ngx_uint_t
-ngx_platform_json_limits(u_char *p, size_t len)
+ngx_platform_json_limits(ngx_platform_body_work_t *bw)
 {
-    u_char      c, *end;
+    u_char      c, *p, *end, *text, *key, *key_end;
     u_char      open[NGX_PLATFORM_JSON_MAX_DEPTH];
-    ngx_uint_t  depth, members, string, escape, first;
+    ngx_uint_t  depth, members, string, escape, first, raw, value;
 
-    end = p + len;
+    p = bw->data;
+    end = p + bw->len;
     depth = 0;
     members = 0;
     string = 0;
     escape = 0;
     first = 0;      /* an array was just opened: its first element counts */
+
+    raw = (bw->raw_name != NULL);
+    value = 0;      /* 1: the raw field's ':' was met, 2: its string */
+    text = NULL;
+    key = NULL;
+    key_end = NULL;
 
     for ( /* void */ ; p < end; p++) {
         c = *p;
@@ -596,6 +697,17 @@ ngx_platform_json_limits(u_char *p, size_t len)
 
             } else if (c == '"') {
                 string = 0;
+
+                if (raw && depth == 1 && value == 2) {
+                    bw->raw_start = text - bw->data;
+                    bw->raw_len = p - text;
+                    bw->raw_found = 1;
+                    raw = 0;
+
+                } else if (raw && depth == 1) {
+                    key = text;
+                    key_end = p;
+                }
             }
 
             continue;
@@ -603,6 +715,21 @@ ngx_platform_json_limits(u_char *p, size_t len)
 
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
             continue;
+        }
+
+        /* in the top-level object: the raw field's key, ':', a string */
+
+        if (raw && depth == 1) {
+            if (c == ':' && key != NULL && open[0] == '{'
+                && ngx_platform_json_key_is(key, key_end, bw->raw_name))
+            {
+                value = 1;
+
+            } else {
+                value = (c == '"' && value == 1) ? 2 : 0;
+            }
+
+            key = NULL;
         }
 
         if (first) {
@@ -617,6 +744,7 @@ ngx_platform_json_limits(u_char *p, size_t len)
 
         case '"':
             string = 1;
+            text = p + 1;
             break;
 
         case '{':
@@ -687,6 +815,13 @@ ngx_platform_body_done(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
                                  "(object members and array elements).");
     }
 
+    if (bw->json && bw->raw_name) {
+        rc = ngx_platform_body_raw(ctx, bw);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
     rc = ngx_platform_check_body(r, ctx, bw->json, &bw->error);
 
     if (rc != NGX_OK) {
@@ -694,6 +829,44 @@ ngx_platform_body_done(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     return ngx_platform_run(r, ctx);
+}
+
+
+/*
+ * The F_RAW field's value for the operation and the schema. Should
+ * Jansson have read the string after all (its member not found by the
+ * scan), its value takes the text's place in the body's buffer, which
+ * holds it: the operation sees one form.
+ */
+
+static ngx_int_t
+ngx_platform_body_raw(ngx_platform_ctx_t *ctx, ngx_platform_body_work_t *bw)
+{
+    json_t  *value;
+
+    if (bw->raw_found) {
+        ctx->raw.data = bw->data + bw->raw_start;
+        ctx->raw.len = bw->raw_len;
+        return NGX_OK;
+    }
+
+    value = json_is_object(bw->json)
+            ? json_object_get(bw->json, bw->raw_name) : NULL;
+
+    if (!json_is_string(value)) {
+        return NGX_OK;
+    }
+
+    ctx->raw.len = json_string_length(value);
+    ctx->raw.data = ngx_cpymem(bw->data, json_string_value(value),
+                               ctx->raw.len)
+                    - ctx->raw.len;
+
+    if (json_object_set_new(bw->json, bw->raw_name, json_string("")) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -757,7 +930,9 @@ ngx_platform_body_drop(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     bw = ctx->body_work;
 
-    if (bw == NULL || bw->data == NULL) {
+    /* the F_RAW field's value lives in the buffer */
+
+    if (bw == NULL || bw->data == NULL || ctx->raw.data != NULL) {
         return;
     }
 

@@ -7,12 +7,12 @@
  * and documents are visible: another tenant's is 404.
  *
  * A document's content arrives as base64 in a JSON body of up to some
- * megabytes. Decoding it and its SHA-256 run in the thread pool
- * (ngx_platform_offload()), into one buffer of the request pool; the
- * decoded bytes then go to PostgreSQL as a binary parameter, which the
- * transport borrows instead of copying. The body's raw text is dropped
- * before the decoding and the base64 text after it, so that an upload
- * holds its document about twice at most (with libpq's copy).
+ * megabytes. The base64 is a raw field (NGX_PLATFORM_F_RAW): Jansson
+ * never holds it, the core hands it over un-escaped in the body's own
+ * buffer. Decoding it, in place, and its SHA-256 run in the thread pool
+ * (ngx_platform_offload()); the decoded bytes then go to PostgreSQL as a
+ * binary parameter, which the transport borrows instead of copying. An
+ * upload holds the body's buffer and libpq's copy of the document.
  */
 
 
@@ -57,7 +57,8 @@
  * statement's parameters are the request's arguments, ctx->args). The
  * thread touches only src, len, max, cap (read) and buf, size, digest,
  * problem, position (written); all of it lives in the request pool,
- * which outlives the work.
+ * which outlives the work. The document is decoded over its base64
+ * (buf is src): each 4 characters read make 3 bytes behind them.
  */
 
 typedef struct {
@@ -65,7 +66,7 @@ typedef struct {
     size_t                     len;
     size_t                     max;        /* platform_document_max_size */
 
-    u_char                    *buf;
+    u_char                    *buf;        /* src */
     size_t                     cap;        /* min(len / 4 * 3, max) */
     size_t                     size;       /* decoded, also past max */
     u_char                     digest[NGX_PLATFORM_SHA256_LEN];
@@ -209,7 +210,7 @@ static ngx_platform_field_t  ngx_platform_persons_document_body[] = {
       0, 0, NULL, NULL, NULL },
     { "type", NGX_PLATFORM_T_INTEGER, NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX,
       1, 5, NULL, NULL, NULL },
-    { "base64", NGX_PLATFORM_T_STRING, 0,
+    { "base64", NGX_PLATFORM_T_STRING, NGX_PLATFORM_F_RAW,
       0, 0, NULL, NULL, NULL },
     { "fileName", NGX_PLATFORM_T_STRING,
       NGX_PLATFORM_F_MIN|NGX_PLATFORM_F_MAX,
@@ -397,10 +398,6 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
 
     ctx->data = doc;
 
-    /* the parsed body is all this needs: the raw text's megabytes go */
-
-    ngx_platform_body_drop(r, ctx);
-
     /*
      * The declared statement's arguments: the ids, then type, fileName,
      * content, digest and size (absent: NULL data, SQL NULL, the stored
@@ -443,21 +440,21 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
         ctx->args[3].len = json_string_length(value);
     }
 
-    value = json_object_get(ctx->json, "base64");
+    /* base64: the raw field, un-escaped in the body's buffer */
 
-    if (value == NULL) {
+    if (ctx->raw.data == NULL) {
         return ngx_platform_persons_document_store(r, ctx);
     }
 
     plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
 
-    doc->src = (u_char *) json_string_value(value);
-    doc->len = json_string_length(value);
+    doc->src = ctx->raw.data;
+    doc->len = ctx->raw.len;
     doc->max = plcf->document_max_size;
 
     /*
      * Four characters make at most three bytes; past max the thread only
-     * counts, so the buffer never exceeds max whatever the body's size.
+     * counts, so nothing is written past max whatever the body's size.
      */
 
     doc->cap = doc->len / 4 * 3;
@@ -466,10 +463,7 @@ ngx_platform_persons_document_update(ngx_http_request_t *r,
         doc->cap = doc->max;
     }
 
-    doc->buf = ngx_pnalloc(r->pool, doc->cap ? doc->cap : 1);
-    if (doc->buf == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    doc->buf = doc->src;
 
     return ngx_platform_offload(r, ngx_platform_persons_decode, doc,
                                 ngx_platform_persons_document_store);
@@ -586,8 +580,7 @@ ngx_platform_persons_document_store(ngx_http_request_t *r,
     doc = ctx->data;
 
     if (doc->src) {
-        /* the base64 text is decoded: Jansson's copy of it goes */
-        (void) json_object_del(ctx->json, "base64");
+        /* the base64 text is decoded: it is gone */
         doc->src = NULL;
         doc->stored = 1;
     }

@@ -523,8 +523,14 @@ ngx_platform_check_value(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
                                        ngx_platform_type_problem(field->type));
         }
 
-        s.data = (u_char *) json_string_value(value);
-        s.len = json_string_length(value);
+        if ((field->flags & NGX_PLATFORM_F_RAW) && ctx->raw.data) {
+            /* its value is kept out of Jansson's (ngx_platform_http.c) */
+            s = ctx->raw;
+
+        } else {
+            s.data = (u_char *) json_string_value(value);
+            s.len = json_string_length(value);
+        }
 
         if (ngx_platform_check_type(field, &s, &problem) != NGX_OK) {
             return ngx_platform_field_fail(r, ctx, name, field, problem);
