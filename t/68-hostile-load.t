@@ -136,7 +136,7 @@ my %flood = (
     },
     payments => sub {
         [ map { payment($flooder, 'aa100000-0000-4000-8000-000000000001') }
-              1 .. 300 ];
+              1 .. 500 ];
     },
     uploads => sub {
         [ map { [ 'PUT', '/api/v1/PersonDocuments/update',
