@@ -181,6 +181,13 @@ ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         return ngx_platform_refuse(r, rc);
     }
 
+    /* the family's limit: Content-Length now, chunks as they come */
+
+    rc = ngx_platform_body_limit(r, ctx);
+    if (rc != NGX_OK) {
+        return ngx_platform_refuse(r, rc);
+    }
+
     rc = ngx_http_read_client_request_body(r, ngx_platform_body_handler);
 
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {

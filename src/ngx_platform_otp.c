@@ -149,6 +149,7 @@ ngx_platform_family_t  ngx_platform_otp_family = {
     ngx_platform_otp_endpoints,
     NULL,
     0,
+    NULL,
     NULL
 };
 
