@@ -6,7 +6,8 @@
 # from Content-Length before the body is read (no "100 Continue"), and for
 # a chunked body as soon as it grows past, before its end. And every key
 # the webhooks and the OTP validation write to Redis has a TTL, so a Redis
-# under maxmemory with a volatile-* policy can evict them.
+# under maxmemory with a volatile-* policy can evict them; the suite's
+# Redis servers run so.
 
 use strict;
 use warnings;
@@ -255,6 +256,14 @@ ok((grep { /^otp:attempts:\Q$p\E:/ } @keys), 'the client counter is one');
 for my $k (@keys) {
     my $ttl = $t->redis('TTL', $k);
     cmp_ok($ttl, '>', 0, "TTL of $k");
+}
+
+### the suite's Redis and a private one are bounded as the guide advises
+
+for my $redis ($t, $t->start_private_redis) {
+    my %c = split /\n/, $redis->redis('CONFIG', 'GET', 'maxmemory*');
+    cmp_ok($c{maxmemory}, '>', 0, 'Redis has a maxmemory');
+    is($c{'maxmemory-policy'}, 'volatile-lru', 'and evicts expiring keys');
 }
 
 $t->done;
