@@ -862,11 +862,16 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_value(conf->otp_attempts_window,
                          prev->otp_attempts_window, 300);
 
-    /* no tenant ceiling unless the operator sets one (see the README) */
+    /*
+     * a tenant ceiling unless "off": 100 wrong guesses per 5 minutes
+     * across every client find a 4-digit code with a chance of 1 in 100
+     * per window (docs/directives.md has the arithmetic)
+     */
     ngx_conf_merge_uint_value(conf->otp_tenant_attempts,
-                              prev->otp_tenant_attempts, 0);
+                              prev->otp_tenant_attempts, 100);
     ngx_conf_merge_value(conf->otp_tenant_window,
-                         prev->otp_tenant_window, 0);
+                         prev->otp_tenant_window, 300);
+
     ngx_conf_merge_size_value(conf->document_max_size,
                               prev->document_max_size, 10 * 1024 * 1024);
     ngx_conf_merge_value(conf->cache_max_age, prev->cache_max_age, 60);

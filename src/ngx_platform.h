@@ -435,6 +435,15 @@ struct ngx_platform_family_s {
      * components.schemas; a name is one family's), or NULL
      */
     const char                *schemas;
+
+    /*
+     * The largest body a routed request may send, known from its
+     * captures (a webhook's name); 0 or a NULL function: no limit but
+     * client_max_body_size. The core refuses a longer Content-Length
+     * with 413 before reading, and a chunked body as it grows past.
+     */
+    off_t                    (*max_body)(ngx_http_request_t *r,
+                                         ngx_platform_ctx_t *ctx);
 };
 
 
@@ -490,6 +499,10 @@ struct ngx_platform_ctx_s {
     /* the request body, read whole (also from a temp file), NUL-ended */
     u_char                    *body;
     size_t                     body_len;
+
+    /* the family's limit of the body (0: none), and the bytes read */
+    off_t                      body_max;
+    off_t                      body_received;
 
     /* the body parsed and checked against the endpoint's fields */
     json_t                    *json;
@@ -752,9 +765,19 @@ ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 ngx_int_t ngx_platform_openapi_init(ngx_conf_t *cf);
 
 
-/* ngx_platform_filter.c: nginx's own error pages in the envelope */
+/*
+ * ngx_platform_filter.c: nginx's own error pages in the envelope, and
+ * the family's body limit (ctx->body_max) while the body is read
+ */
 
 ngx_int_t ngx_platform_filter_init(ngx_conf_t *cf);
+
+/*
+ * Before a routed request's body is read: ctx->body_max from its
+ * family; NGX_OK, or 413 (recorded) for a longer Content-Length
+ */
+ngx_int_t ngx_platform_body_limit(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
 
 
 /* ngx_platform_thread.c: work offloaded to the thread pool */

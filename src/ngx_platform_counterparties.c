@@ -312,5 +312,6 @@ ngx_platform_family_t  ngx_platform_counterparties_family = {
     ngx_platform_counterparties_endpoints,
     ngx_platform_counterparties_texts,
     0,
-    ngx_platform_counterparties_schemas
+    ngx_platform_counterparties_schemas,
+    NULL
 };

@@ -1,6 +1,7 @@
 
 /*
- * ngx_platform: nginx's own error pages in the family's envelope.
+ * ngx_platform: nginx's own error pages in the family's envelope, and
+ * the family's limit of a body enforced while nginx reads it.
  */
 
 
@@ -14,10 +15,15 @@
 static ngx_int_t ngx_platform_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_platform_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static ngx_int_t ngx_platform_request_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static ngx_int_t ngx_platform_body_too_large(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+static ngx_http_request_body_filter_pt   ngx_http_next_request_body_filter;
 
 
 /*
@@ -36,6 +42,9 @@ ngx_platform_filter_init(ngx_conf_t *cf)
 
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_platform_body_filter;
+
+    ngx_http_next_request_body_filter = ngx_http_top_request_body_filter;
+    ngx_http_top_request_body_filter = ngx_platform_request_body_filter;
 
     return NGX_OK;
 }
@@ -125,4 +134,96 @@ ngx_platform_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The family's limit of a routed request's body, before it is read: a
+ * longer Content-Length is refused at once (no "100 Continue" invites
+ * the body, and the connection is closed rather than read to its end);
+ * a chunked body is counted as it arrives, by the filter below.
+ */
+
+ngx_int_t
+ngx_platform_body_limit(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    if (ctx->family->max_body == NULL) {
+        return NGX_OK;
+    }
+
+    ctx->body_max = ctx->family->max_body(r, ctx);
+    ctx->body_received = 0;
+
+    if (ctx->body_max == 0
+        || r->headers_in.content_length_n <= ctx->body_max)
+    {
+        return NGX_OK;
+    }
+
+    r->expect_tested = 1;
+
+    return ngx_platform_body_too_large(r, ctx);
+}
+
+
+/*
+ * The family's body limit (ctx->body_max, set by the core once the
+ * request is routed) over the bytes of the body as they arrive: decoded
+ * chunks, HTTP/2 DATA frames, or a Content-Length body. The buffers that
+ * go past it are never passed on to be kept: 413 in the envelope, the
+ * connection closed.
+ */
+
+static ngx_int_t
+ngx_platform_request_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    off_t                size;
+    ngx_chain_t         *cl;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx == NULL || ctx->body_max == 0) {
+        return ngx_http_next_request_body_filter(r, in);
+    }
+
+    size = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
+    }
+
+    ctx->body_received += size;
+
+    if (ctx->body_received > ctx->body_max) {
+        return ngx_platform_body_too_large(r, ctx);
+    }
+
+    return ngx_http_next_request_body_filter(r, in);
+}
+
+
+/* 413, with the limit in the detail; the rest of the body is not read */
+
+static ngx_int_t
+ngx_platform_body_too_large(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    u_char  *p;
+    size_t   len;
+
+    r->keepalive = 0;
+
+    len = sizeof("This route accepts a body of at most  bytes.")
+          + NGX_OFF_T_LEN;
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_sprintf(p, "This route accepts a body of at most %O bytes.%Z",
+                ctx->body_max);
+
+    return ngx_platform_fail(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                             "Request body too large.", (char *) p);
 }

@@ -45,6 +45,7 @@ ngx_platform_family_t  ngx_platform_health_family = {
     ngx_platform_health_endpoints,
     NULL,
     0,
+    NULL,
     NULL
 };
 

@@ -278,6 +278,13 @@ ngx_platform_proceed(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         return ngx_platform_refuse(r, rc);
     }
 
+    /* the family's limit: Content-Length now, chunks as they come */
+
+    rc = ngx_platform_body_limit(r, ctx);
+    if (rc != NGX_OK) {
+        return ngx_platform_refuse(r, rc);
+    }
+
     /*
      * A body whose length is known is refused before it is read when it
      * would not fit now; it reserves its share once read, so that slow

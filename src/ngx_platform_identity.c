@@ -323,7 +323,8 @@ ngx_platform_family_t  ngx_platform_identity_family = {
     ngx_platform_identity_endpoints,
     ngx_platform_identity_texts,
     0,
-    ngx_platform_identity_schemas
+    ngx_platform_identity_schemas,
+    NULL
 };
 
 

@@ -89,5 +89,6 @@ ngx_platform_family_t  ngx_platform_invoices_family = {
     ngx_platform_invoices_endpoints,
     ngx_platform_invoices_texts,
     0,
+    NULL,
     NULL
 };

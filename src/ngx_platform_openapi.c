@@ -147,6 +147,7 @@ ngx_platform_family_t  ngx_platform_openapi_family = {
     ngx_platform_openapi_endpoints,
     NULL,
     0,
+    NULL,
     NULL
 };
 

@@ -6,8 +6,8 @@
  * live in Redis under otp:{tenantId}:{countryCode}:{code}; a found code is
  * deleted as it is read (single use). Failed attempts (400 and 404) count
  * per tenant and client in otp:attempts:{tenantId}:{client}, where the
- * client is an IPv4 address or an IPv6 /64, and, when the operator sets a
- * ceiling, per tenant in otp:attempts:{tenantId}; each key expires with its
+ * client is an IPv4 address or an IPv6 /64, and, unless the ceiling is
+ * off, per tenant in otp:attempts:{tenantId}; each key expires with its
  * window, and past either limit every answer is 429.
  */
 
@@ -147,6 +147,7 @@ ngx_platform_family_t  ngx_platform_otp_family = {
     ngx_platform_otp_endpoints,
     NULL,
     0,
+    NULL,
     NULL
 };
 

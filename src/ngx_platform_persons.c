@@ -371,7 +371,8 @@ ngx_platform_family_t  ngx_platform_persons_family = {
     ngx_platform_persons_endpoints,
     ngx_platform_persons_texts,
     0,
-    ngx_platform_persons_schemas
+    ngx_platform_persons_schemas,
+    NULL
 };
 
 

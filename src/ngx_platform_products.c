@@ -86,7 +86,8 @@ ngx_platform_family_t  ngx_platform_products_family = {
     ngx_platform_products_endpoints,
     NULL,
     0,
-    ngx_platform_products_schemas
+    ngx_platform_products_schemas,
+    NULL
 };
 
 

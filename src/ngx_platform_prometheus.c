@@ -47,6 +47,7 @@ ngx_platform_family_t  ngx_platform_metrics_family = {
     ngx_platform_metrics_endpoints,
     NULL,
     0,
+    NULL,
     NULL
 };
 

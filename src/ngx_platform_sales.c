@@ -371,5 +371,6 @@ ngx_platform_family_t  ngx_platform_sales_family = {
     ngx_platform_sales_endpoints,
     NULL,
     0,
-    ngx_platform_sales_schemas
+    ngx_platform_sales_schemas,
+    NULL
 };

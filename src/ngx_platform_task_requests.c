@@ -297,6 +297,7 @@ ngx_platform_family_t  ngx_platform_task_requests_family = {
     ngx_platform_task_requests_endpoints,
     NULL,
     0,
-    ngx_platform_task_requests_schemas
+    ngx_platform_task_requests_schemas,
+    NULL
 };
 

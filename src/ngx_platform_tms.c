@@ -588,5 +588,6 @@ ngx_platform_family_t  ngx_platform_tms_family = {
     ngx_platform_tms_endpoints,
     NULL,
     0,
-    ngx_platform_tms_schemas
+    ngx_platform_tms_schemas,
+    NULL
 };

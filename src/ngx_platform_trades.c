@@ -95,5 +95,6 @@ ngx_platform_family_t  ngx_platform_trades_family = {
     ngx_platform_trades_endpoints,
     NULL,
     0,
-    ngx_platform_trades_schemas
+    ngx_platform_trades_schemas,
+    NULL
 };

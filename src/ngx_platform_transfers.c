@@ -147,5 +147,6 @@ ngx_platform_family_t  ngx_platform_transfers_family = {
     ngx_platform_transfers_endpoints,
     ngx_platform_transfers_texts,
     0,
-    ngx_platform_transfers_schemas
+    ngx_platform_transfers_schemas,
+    NULL
 };

@@ -25,6 +25,9 @@
 #define NGX_PLATFORM_WEBHOOK_SIGNATURES    16
 #define NGX_PLATFORM_WEBHOOK_MAC_LEN       32     /* HMAC-SHA256 */
 
+/* a name's largest body unless max_body= says otherwise, and unknown's */
+#define NGX_PLATFORM_WEBHOOK_MAX_BODY      (256 * 1024)
+
 /* a signature refused: 401 with this message and the header's detail */
 #define NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE  "Invalid webhook signature."
 #define NGX_PLATFORM_WEBHOOK_NO_SIGNATURE                                    \
@@ -35,6 +38,7 @@
 typedef struct {
     ngx_str_t                  name;
     ngx_array_t               *secrets;    /* of ngx_str_t; NULL: none */
+    off_t                      max_body;   /* else 413 */
 
     /* where it is declared, for nginx -t */
     ngx_str_t                  file;

@@ -36,6 +36,8 @@ typedef struct {
 
 static char *ngx_platform_webhooks_check_name(ngx_conf_t *cf,
     ngx_array_t *hooks, ngx_str_t *name);
+static char *ngx_platform_webhooks_max_body(ngx_conf_t *cf,
+    ngx_platform_webhook_t *hook, ngx_str_t *size);
 static char *ngx_platform_webhooks_read_secrets(ngx_conf_t *cf,
     ngx_platform_webhook_t *hook, ngx_str_t *file);
 static char *ngx_platform_webhooks_add_secret(ngx_conf_t *cf,
@@ -51,13 +53,14 @@ static void ngx_platform_webhooks_log_mixed(ngx_conf_t *cf,
 
 
 /*
- * platform_webhook_source NAME [secret=FILE ...];
- * platform_webhook_payment_method NAME [secret=FILE ...];
+ * platform_webhook_source NAME [secret=FILE ...] [max_body=SIZE];
+ * platform_webhook_payment_method NAME [secret=FILE ...] [max_body=SIZE];
  *
  * A secret file holds one secret per line: "whsec_<base64>" (Standard
  * Webhooks) or the secret's bytes as they are; empty lines and lines that
  * start with '#' are skipped. Several secrets (in one file or several)
- * are all accepted, for rotation.
+ * are all accepted, for rotation. max_body bounds the name's bodies
+ * (256k by default): anyone may post to a keyless route.
  */
 
 char *
@@ -94,10 +97,25 @@ ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     hook->name = value[1];
     hook->secrets = NULL;
+    hook->max_body = NGX_CONF_UNSET;
     hook->file = cf->conf_file->file.name;
     hook->line = cf->conf_file->line;
 
     for (a = 2; a < cf->args->nelts; a++) {
+
+        if (ngx_strncmp(value[a].data, "max_body=", sizeof("max_body=") - 1)
+            == 0)
+        {
+            file.data = value[a].data + sizeof("max_body=") - 1;
+            file.len = value[a].len - (sizeof("max_body=") - 1);
+
+            rv = ngx_platform_webhooks_max_body(cf, hook, &file);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+
+            continue;
+        }
 
         if (value[a].len <= sizeof("secret=") - 1
             || ngx_strncmp(value[a].data, "secret=", sizeof("secret=") - 1)
@@ -105,7 +123,8 @@ ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid parameter \"%V\": expected "
-                               "\"secret=<file>\"", &value[a]);
+                               "\"secret=<file>\" or \"max_body=<size>\"",
+                               &value[a]);
             return NGX_CONF_ERROR;
         }
 
@@ -117,6 +136,51 @@ ngx_platform_webhook_conf(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return rv;
         }
     }
+
+    if (hook->max_body == NGX_CONF_UNSET) {
+        hook->max_body = NGX_PLATFORM_WEBHOOK_MAX_BODY;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * max_body=SIZE: bytes, or with k, m or g; at least the 2 bytes of "{}"
+ * (client_max_body_size still bounds every body of the location)
+ */
+
+static char *
+ngx_platform_webhooks_max_body(ngx_conf_t *cf, ngx_platform_webhook_t *hook,
+    ngx_str_t *size)
+{
+    off_t  n;
+
+    if (hook->max_body != NGX_CONF_UNSET) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"max_body=\" is given twice for \"%V\"",
+                           &hook->name);
+        return NGX_CONF_ERROR;
+    }
+
+    n = ngx_parse_offset(size);
+
+    if (n == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid size \"max_body=%V\": a number of "
+                           "bytes, or with \"k\", \"m\" or \"g\" "
+                           "(\"256k\")", size);
+        return NGX_CONF_ERROR;
+    }
+
+    if (n < 2) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"max_body=%V\" is too small: the shortest "
+                           "body, \"{}\", is 2 bytes", size);
+        return NGX_CONF_ERROR;
+    }
+
+    hook->max_body = n;
 
     return NGX_CONF_OK;
 }

@@ -88,6 +88,10 @@ static ngx_int_t ngx_platform_webhooks_payment(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_webhooks_intake(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_array_t *hooks, char *kind);
+static off_t ngx_platform_webhooks_max_body(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx);
+static ngx_platform_webhook_t *ngx_platform_webhooks_find(ngx_array_t *hooks,
+    ngx_str_t *name);
 static ngx_int_t ngx_platform_webhooks_event_key(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_webhook_ctx_t *w);
 static ngx_int_t ngx_platform_webhooks_set_key(ngx_http_request_t *r,
@@ -201,6 +205,11 @@ static const char  ngx_platform_webhooks_schemas[] =
 #define NGX_PLATFORM_WEBHOOK_NO_METHOD_DETAIL                                  \
     "No such payment method is configured."
 
+/* the core's answer past the name's max_body, as the document tells it */
+#define NGX_PLATFORM_WEBHOOK_TOO_LARGE        "Request body too large."
+#define NGX_PLATFORM_WEBHOOK_TOO_LARGE_DETAIL                                  \
+    "This route accepts a body of at most <n> bytes."
+
 
 /*
  * platform_openapi: each endpoint's success data, an example on the demo
@@ -213,6 +222,8 @@ static ngx_platform_doc_answer_t  ngx_platform_webhooks_source_answers[] = {
       NGX_PLATFORM_WEBHOOK_NO_SOURCE_DETAIL },
     { NGX_HTTP_UNAUTHORIZED, NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE,
       NGX_PLATFORM_WEBHOOK_NO_SIGNATURE },
+    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NGX_PLATFORM_WEBHOOK_TOO_LARGE,
+      NGX_PLATFORM_WEBHOOK_TOO_LARGE_DETAIL },
     { 0, NULL, NULL }
 };
 
@@ -222,6 +233,8 @@ static ngx_platform_doc_answer_t  ngx_platform_webhooks_payment_answers[] = {
       NGX_PLATFORM_WEBHOOK_NO_METHOD_DETAIL },
     { NGX_HTTP_UNAUTHORIZED, NGX_PLATFORM_WEBHOOK_BAD_SIGNATURE,
       NGX_PLATFORM_WEBHOOK_NO_SIGNATURE },
+    { NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, NGX_PLATFORM_WEBHOOK_TOO_LARGE,
+      NGX_PLATFORM_WEBHOOK_TOO_LARGE_DETAIL },
     { 0, NULL, NULL }
 };
 
@@ -285,7 +298,8 @@ ngx_platform_family_t  ngx_platform_webhooks_family = {
     ngx_platform_webhooks_endpoints,
     NULL,
     0,
-    ngx_platform_webhooks_schemas
+    ngx_platform_webhooks_schemas,
+    ngx_platform_webhooks_max_body
 };
 
 
@@ -332,25 +346,10 @@ ngx_platform_webhooks_intake(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_array_t *hooks, char *kind)
 {
     ngx_int_t                    rc;
-    ngx_str_t                   *name;
-    ngx_uint_t                   i;
     ngx_platform_webhook_t      *hook;
     ngx_platform_webhook_ctx_t  *w;
 
-    name = &ctx->args[0];
-    hook = NULL;
-
-    for (i = 0; hooks && i < hooks->nelts; i++) {
-        hook = &((ngx_platform_webhook_t *) hooks->elts)[i];
-
-        if (hook->name.len == name->len
-            && ngx_strncmp(hook->name.data, name->data, name->len) == 0)
-        {
-            break;
-        }
-
-        hook = NULL;
-    }
+    hook = ngx_platform_webhooks_find(hooks, &ctx->args[0]);
 
     if (hook == NULL) {
         if (kind[0] == 's') {
@@ -408,6 +407,54 @@ ngx_platform_webhooks_intake(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_platform_webhooks_work(w);
 
     return ngx_platform_webhooks_verified(r, ctx);
+}
+
+
+/*
+ * Before the body is read: the name's max_body. A name the location does
+ * not accept is 404 once its body is checked, and until then is held to
+ * the default, so a keyless route takes no more from an invented name.
+ */
+
+static off_t
+ngx_platform_webhooks_max_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_array_t              *hooks;
+    ngx_platform_webhook_t   *hook;
+    ngx_platform_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    hooks = (ctx->endpoint->handler == ngx_platform_webhooks_source)
+            ? plcf->webhook_sources : plcf->webhook_methods;
+
+    hook = ngx_platform_webhooks_find(hooks, &ctx->args[0]);
+
+    return hook ? hook->max_body : NGX_PLATFORM_WEBHOOK_MAX_BODY;
+}
+
+
+static ngx_platform_webhook_t *
+ngx_platform_webhooks_find(ngx_array_t *hooks, ngx_str_t *name)
+{
+    ngx_uint_t               i;
+    ngx_platform_webhook_t  *hook;
+
+    if (hooks == NULL) {
+        return NULL;
+    }
+
+    hook = hooks->elts;
+
+    for (i = 0; i < hooks->nelts; i++) {
+        if (hook[i].name.len == name->len
+            && ngx_strncmp(hook[i].name.data, name->data, name->len) == 0)
+        {
+            return &hook[i];
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -19,6 +19,7 @@ $t->run(<<'EOF');
         location /validate-otp/ {
             platform_otp;
             platform_otp_attempts 1000 5m;
+            platform_otp_tenant_attempts off;
         }
     }
 

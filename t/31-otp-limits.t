@@ -3,7 +3,7 @@
 # The OTP attempt limits: per tenant and client, where the client is an
 # IPv4 address or an IPv6 /64 (an IPv4-mapped address is its IPv4 address),
 # as the realip module sets it; and the per-tenant ceiling across all
-# clients, platform_otp_tenant_attempts.
+# clients, platform_otp_tenant_attempts, on by default.
 
 use strict;
 use warnings;
@@ -95,14 +95,36 @@ is(otp('0015', '192.0.2.2')->{status}, 404, 'the next IPv4 is another client');
 is($t->redis('EXISTS', "otp:attempts:${tenant}:::ffff:192.0.2.1"), '0',
    'no key for the mapped form');
 
-# no ceiling by default: many clients' failures do not add up
+# the ceiling is on by default, 100 failures per 5 minutes: addresses
+# that each stay under their own limit (3 here) guess a 4-digit code in
+# turn, and are all refused after the tenant's 100th failure, long before
+# they reach the code
 
-for my $i (1 .. 8) {
-    otp('0020', "198.51.100.$i");
+my $guessed = "t31-guess-$$";
+$t->redis('SET', "otp:$guessed:NG:0150", '1', 'EX', '600');
+
+my ($failed, $found, $refused_at) = (0, 0, undef);
+for my $guess (0 .. 1099) {
+    my $from = sprintf('198.51.%d.%d', 100 + int($guess / 3 / 250),
+                       1 + int($guess / 3) % 250);
+    my $st = otp(sprintf('%04d', $guess), $from, tenant => $guessed)
+             ->{status};
+    if ($st == 429) {
+        $refused_at = $guess;
+        last;
+    }
+    $found++ if $st == 200;
+    $failed++ if $st == 404;
 }
-is(otp('0020', '198.51.100.9')->{status}, 404,
-   'no tenant ceiling unless set');
-is($t->redis('EXISTS', "otp:attempts:$tenant"), '0', 'and no tenant key');
+is($found, 0, 'many addresses: the code is not found');
+is($failed, 100, 'the tenant\'s 100 failures are tried');
+is($refused_at, 100, 'then a fresh address is refused');
+is($t->redis('GET', "otp:attempts:$guessed"), '100', 'counted per tenant');
+cmp_ok($t->redis('TTL', "otp:attempts:$guessed"), '>', 250,
+       'for 5 minutes');
+is(otp('0150', '198.51.110.1', tenant => $guessed)->{status}, 429,
+   'the code itself is refused from a new address');
+is($t->redis('EXISTS', "otp:$guessed:NG:0150"), '1', 'and not consumed');
 
 # the ceiling: 5 failures per 2 s per tenant, across clients
 
@@ -142,8 +164,8 @@ is($t->redis('EXISTS', "otp:$capped:NG:246810"), '1', 'not consumed');
 is($t->redis('GET', "otp:attempts:$capped"), '5',
    'refused attempts do not count');
 
-is(otp('0037', '203.0.113.200', port => $port2)->{status}, 404,
-   'another tenant is unaffected');
+is(otp('0037', '203.0.113.200', tenant => "t31-other-$$", port => $port2)
+   ->{status}, 404, 'another tenant is unaffected');
 
 ok($t->wait_until(sub {
        otp('246810', '203.0.113.201', tenant => $capped, port => $port2)

@@ -75,7 +75,8 @@ my @refused = (
     [ 'platform_webhook_source a; platform_webhook_source a;',
       qr/"a" is configured twice/, 'a name twice' ],
     [ 'platform_webhook_payment_method card key=x;',
-      qr/invalid parameter "key=x"/, 'an unknown parameter' ],
+      qr/invalid parameter "key=x": expected "secret=<file>" or "max_body=<size>"/,
+      'an unknown parameter' ],
     [ 'platform_webhook_source a secret=;', qr/invalid parameter/,
       'secret= without a file' ],
     [ "platform_webhook_source a secret=$dir/missing.secret;",
@@ -238,8 +239,9 @@ $t->run(<<"EOF");
 
         location ^~ /api/webhooks/ {
             platform_webhooks;
-            platform_webhook_source signed secret=$dir/rotation.secrets;
-            platform_webhook_source open;
+            platform_webhook_source signed secret=$dir/rotation.secrets
+                                    max_body=2m;
+            platform_webhook_source open max_body=2m;
         }
 
         location ^~ /api/v1/webhooks/ {

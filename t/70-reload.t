@@ -22,6 +22,7 @@ my $conf = <<'EOF';
         location /validate-otp/ {
             platform_otp;
             platform_otp_attempts 1000 5m;
+            platform_otp_tenant_attempts off;
         }
     }
 EOF

@@ -32,6 +32,7 @@ $t->run(<<"EOF");
         location /validate-otp/ {
             platform_otp;
             platform_otp_attempts 1000000000 1s;
+            platform_otp_tenant_attempts off;
         }
     }
 EOF

@@ -213,7 +213,9 @@ Needs PostgreSQL 14 or newer. Stopped before its primary at the end.
 =item $t->start_private_redis
 
 A separate redis-server; handle with C<stop>, C<start>, C<port>, C<addr>
-(C<127.0.0.1:port>), C<redis(@args)>.
+(C<127.0.0.1:port>), C<redis(@args)>. Like the suite's (C<redis_start> of
+F<scripts/lib.sh>), it runs with C<maxmemory 256mb> and
+C<maxmemory-policy volatile-lru>, as the operator's guide advises.
 
 =item $t->ignore_log(qr/.../)
 
@@ -1491,7 +1493,8 @@ sub start {
     my ($ok, $out, $err) = Platform::Test::_capture('redis-server',
         '--port', $self->{port}, '--bind', '127.0.0.1', '--daemonize', 'yes',
         '--dir', $d, '--pidfile', "$d/redis.pid", '--logfile', "$d/redis.log",
-        '--save', '', '--appendonly', 'no');
+        '--save', '', '--appendonly', 'no',
+        '--maxmemory', '256mb', '--maxmemory-policy', 'volatile-lru');
     die "redis-server: $err$out\n" unless $ok;
     Platform::Test::_wait(sub {
         my ($ok) = Platform::Test::_capture('redis-cli', '-h', '127.0.0.1',
