@@ -33,6 +33,8 @@ $t->run(<<"EOF");
     platform_pg "$dsn";
     platform_pg_connect_timeout 1s;
     platform_pg_query_timeout 1500ms;
+    # the deliveries wait 0.8 s on a lock the test holds
+    platform_pg_lock_timeout 2s;
     platform_redis $raddr;
     platform_redis_timeout 500ms;
 
