@@ -349,6 +349,51 @@ ok(($local // 0) >= 6, 'metrics: decisions taken alone');
 $t3->done;
 
 ###############################################################################
+# clients gone while their checks wait for Redis: the reply finds none of
+# them, and the worker serves the next request
+
+my $t5 = Platform::Test->new(db => 0);
+my $redis5 = $t5->start_private_redis;
+
+$t5->run(<<"EOF");
+    platform_redis ${\ $redis5->addr};
+    platform_redis_timeout 5s;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location = /openapi.json {
+            platform_openapi;
+            platform_rate_limit address 1000r/s burst=1000;
+        }
+
+        location = /metrics { platform_metrics; }
+    }
+EOF
+
+ok($t5->wait_until(sub {
+    $t5->request('GET', '/metrics')->{content}
+        =~ /^platform_redis_connects_total [1-9]/m }, 10),
+   'gone: the worker is connected to Redis');
+
+my ($worker5) = $t5->workers;
+$redis5->redis('CLIENT', 'PAUSE', 1500);
+
+@r = @{ $t5->burst([ map { ['GET', '/openapi.json'] } 1 .. 20 ],
+                   timeout => 0.3) };
+is(scalar(grep { $_->{status} == 599 } @r), 20,
+   'gone: the clients leave while Redis is paused');
+
+ok($t5->wait_until(sub {
+    $t5->request('GET', '/openapi.json')->{status} == 200 }, 5),
+   'gone: the next request is served');
+is_deeply([$t5->workers], [$worker5], 'gone: by the same worker');
+like($t5->error_log, qr/client prematurely closed connection while waiting/,
+     'gone: the worker saw the clients leave');
+
+$t5->done;
+
+###############################################################################
 # identity: a tenant's budget of bureau calls; an answer on record is free
 
 my $t4 = Platform::Test->new;
