@@ -573,6 +573,7 @@ ngx_platform_exit_process(ngx_cycle_t *cycle)
     }
 
     ngx_platform_redis_exit_process(cycle, pmcf);
+    ngx_platform_rate_limit_exit_process(cycle);
     ngx_platform_pg_exit_process(cycle, pmcf);
     ngx_platform_auth_exit_process(cycle);
 }

@@ -12,6 +12,15 @@
  * locations and nginx instances that declare it, and the keys of one
  * identity land on one Redis Cluster slot.
  *
+ * One script call a request and a key costs the worker a command to
+ * format, send and parse, and Redis a script run, even at rates never
+ * reached. So the checks of one key made in one pass of the event loop
+ * wait for its end (a posted event) and are sent as one call counting
+ * them all: GCRA takes n requests at once as it would take them one by
+ * one, the first k admitted. The batches live outside the requests, which
+ * may go away while their check waits: a request's pool cleanup takes
+ * its checks out, and the reply is dealt to the checks still there.
+ *
  * When Redis cannot answer (not connected, timed out, an error), each
  * worker decides alone with the rate divided by worker_processes, in a
  * table of a fixed number of identities (the least recently used
@@ -21,6 +30,7 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#include <ngx_event.h>
 #include <ngx_http.h>
 #include <ngx_sha1.h>
 
@@ -35,12 +45,16 @@
 /* identities each worker's fallback remembers */
 #define NGX_PLATFORM_RL_LOCAL_MAX   4096
 
+/* checks of one key in one script call; more start another call */
+#define NGX_PLATFORM_RL_BATCH_MAX   64
+
 /* rates: at most a million requests per period, one microsecond apart */
 #define NGX_PLATFORM_RL_RATE_MAX    1000000
 #define NGX_PLATFORM_RL_BURST_MAX   1000000
 
 
 typedef struct ngx_platform_rl_state_s  ngx_platform_rl_state_t;
+typedef struct ngx_platform_rl_batch_s  ngx_platform_rl_batch_t;
 
 
 /* one limit checked for one identity */
@@ -49,6 +63,8 @@ typedef struct {
     ngx_platform_rate_limit_t  *limit;
     ngx_platform_rl_state_t    *state;
     ngx_str_t                   key;
+    ngx_platform_rl_batch_t    *batch;      /* while it waits in one */
+    ngx_uint_t                  slot;       /* its place in the batch */
     uint64_t                    remaining;
     uint64_t                    retry;      /* ms until one more is allowed */
     uint64_t                    reset;      /* ms until the budget is whole */
@@ -64,6 +80,25 @@ struct ngx_platform_rl_state_s {
     ngx_uint_t                  n;
     ngx_uint_t                  pending;
     ngx_platform_rl_check_t     checks[NGX_PLATFORM_RL_KINDS];
+};
+
+
+/*
+ * The checks of one key of one pass of the event loop, in arrival order;
+ * a slot is NULL once its request went away. It is allocated in its own
+ * pool, which the command is sent with, and freed when all are decided.
+ */
+
+struct ngx_platform_rl_batch_s {
+    ngx_str_node_t              sn;         /* by key while it takes more */
+    ngx_queue_t                 queue;      /* to send, or sent */
+    ngx_pool_t                 *pool;
+    ngx_platform_rate_limit_t  *limit;
+    ngx_uint_t                  n;
+    ngx_uint_t                  admitted;   /* the first of the n */
+    uint64_t                    wait;       /* us to the arrival time */
+    unsigned                    counted:1;  /* else decided here */
+    ngx_platform_rl_check_t    *checks[NGX_PLATFORM_RL_BATCH_MAX];
 };
 
 
@@ -83,12 +118,20 @@ static ngx_int_t ngx_platform_rl_id(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_uint_t kind, ngx_str_t *id);
 static ngx_int_t ngx_platform_rl_key(ngx_http_request_t *r,
     ngx_platform_rl_check_t *check, ngx_str_t *id);
-static ngx_int_t ngx_platform_rl_send(ngx_http_request_t *r,
-    ngx_platform_rl_check_t *check);
+static ngx_int_t ngx_platform_rl_join(ngx_platform_rl_check_t *check);
+static ngx_platform_rl_batch_t *ngx_platform_rl_batch(
+    ngx_platform_rl_check_t *check, uint32_t hash);
+static void ngx_platform_rl_flush_handler(ngx_event_t *ev);
+static void ngx_platform_rl_send(ngx_platform_rl_batch_t *b);
+static void ngx_platform_rl_compact(ngx_platform_rl_batch_t *b);
 static void ngx_platform_rl_done(void *data, redisReply *reply,
     ngx_int_t rc);
-static ngx_int_t ngx_platform_rl_reply(ngx_platform_rl_check_t *check,
+static ngx_int_t ngx_platform_rl_reply(ngx_platform_rl_batch_t *b,
     redisReply *reply);
+static void ngx_platform_rl_deal(ngx_platform_rl_batch_t *b);
+static void ngx_platform_rl_set(ngx_platform_rl_check_t *check,
+    ngx_uint_t i, ngx_uint_t k, uint64_t wait);
+static void ngx_platform_rl_detach(void *data);
 static void ngx_platform_rl_local(ngx_log_t *log,
     ngx_platform_rl_check_t *check);
 static ngx_platform_rl_local_t *ngx_platform_rl_local_entry(u_char *digest);
@@ -111,11 +154,12 @@ static ngx_str_t  ngx_platform_rl_kinds[NGX_PLATFORM_RL_KINDS] = {
 
 
 /*
- * GCRA in one round trip. KEYS[1] the identity's key, ARGV[1] the
- * interval in microseconds, ARGV[2] the burst. The key holds the
- * theoretical arrival time and expires when the budget is whole again.
- * Returns {allowed, remaining, ms until one more is allowed, ms until
- * the budget is whole}.
+ * GCRA for n requests in one round trip. KEYS[1] the identity's key,
+ * ARGV[1] the interval in microseconds, ARGV[2] the burst, ARGV[3] n.
+ * The key holds the theoretical arrival time and expires when the budget
+ * is whole again. k of the n fit, 0 to n: the arrival time moves k
+ * intervals. Returns {k, microseconds from now to the arrival time before
+ * them}, from which each request's outcome follows (ngx_platform_rl_set).
  */
 
 static ngx_platform_redis_script_t  ngx_platform_rl_script = {
@@ -127,15 +171,14 @@ static ngx_platform_redis_script_t  ngx_platform_rl_script = {
     "if tat < now then\n"
     "  tat = now\n"
     "end\n"
-    "local next = tat + interval\n"
-    "if next - now > budget then\n"
-    "  return {0, 0, math.ceil((next - budget - now) / 1000),\n"
-    "          math.ceil((tat - now) / 1000)}\n"
+    "local k = math.floor((budget - tat + now) / interval)\n"
+    "k = math.max(0, math.min(k, tonumber(ARGV[3])))\n"
+    "if k > 0 then\n"
+    "  local next = tat + k * interval\n"
+    "  redis.call('SET', KEYS[1], string.format('%.0f', next),\n"
+    "             'PX', math.ceil((next - now) / 1000))\n"
     "end\n"
-    "redis.call('SET', KEYS[1], string.format('%.0f', next),\n"
-    "           'PX', math.ceil((next - now) / 1000))\n"
-    "return {1, math.floor((budget - next + now) / interval), 0,\n"
-    "        math.ceil((next - now) / 1000)}\n",
+    "return {k, tat - now}\n",
     ""
 };
 
@@ -152,6 +195,17 @@ static ngx_uint_t                ngx_platform_rl_workers = 1;
 
 /* Redis failed to answer and has not answered since: logged once */
 static ngx_uint_t                ngx_platform_rl_outage;
+
+/*
+ * The batches of this pass of the event loop by key, those that still
+ * take checks; all of them to send at its end; those sent
+ */
+static ngx_rbtree_t              ngx_platform_rl_open;
+static ngx_rbtree_node_t         ngx_platform_rl_open_sentinel;
+static ngx_queue_t               ngx_platform_rl_pending;
+static ngx_queue_t               ngx_platform_rl_sent;
+static ngx_event_t               ngx_platform_rl_flush;
+static ngx_connection_t          ngx_platform_rl_dummy;
 
 
 ngx_int_t
@@ -245,15 +299,16 @@ ngx_platform_rate_limit_one(ngx_http_request_t *r,
 static ngx_int_t
 ngx_platform_rl_start(ngx_http_request_t *r, ngx_platform_rl_state_t *st)
 {
-    ngx_int_t   rc;
-    ngx_uint_t  i;
+    ngx_int_t            rc;
+    ngx_uint_t           i;
+    ngx_pool_cleanup_t  *cln;
 
     st->request = r;
 
     for (i = 0; i < st->n; i++) {
         st->checks[i].state = st;
 
-        rc = ngx_platform_rl_send(r, &st->checks[i]);
+        rc = ngx_platform_rl_join(&st->checks[i]);
 
         if (rc == NGX_DONE) {
             st->pending++;
@@ -261,18 +316,31 @@ ngx_platform_rl_start(ngx_http_request_t *r, ngx_platform_rl_state_t *st)
         }
 
         if (rc == NGX_ERROR) {
+            ngx_platform_rl_detach(st);
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
         ngx_platform_rl_local(r->connection->log, &st->checks[i]);
     }
 
-    if (st->pending) {
-        r->main->count++;
-        return NGX_DONE;
+    if (st->pending == 0) {
+        return ngx_platform_rl_decide(r, st);
     }
 
-    return ngx_platform_rl_decide(r, st);
+    /* the request may go away while its checks wait */
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        ngx_platform_rl_detach(st);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_platform_rl_detach;
+    cln->data = st;
+
+    r->main->count++;
+
+    return NGX_DONE;
 }
 
 
@@ -361,63 +429,208 @@ ngx_platform_rl_key(ngx_http_request_t *r, ngx_platform_rl_check_t *check,
 }
 
 
+/* the check waits in its key's batch of this pass of the event loop */
+
 static ngx_int_t
-ngx_platform_rl_send(ngx_http_request_t *r, ngx_platform_rl_check_t *check)
+ngx_platform_rl_join(ngx_platform_rl_check_t *check)
 {
-    size_t       argvlen[3];
-    const char  *argv[3];
+    uint32_t                  hash;
+    ngx_platform_rl_batch_t  *b;
 
-    argv[0] = (const char *) check->key.data;
-    argvlen[0] = check->key.len;
-    argv[1] = (const char *) check->limit->interval_text.data;
-    argvlen[1] = check->limit->interval_text.len;
-    argv[2] = (const char *) check->limit->burst_text.data;
-    argvlen[2] = check->limit->burst_text.len;
+    if (!ngx_platform_redis_connected()) {
+        ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
 
-    return ngx_platform_redis_eval(r->pool, r->connection->log,
-                                   &ngx_platform_rl_script, 1, 3, argv,
-                                   argvlen, ngx_platform_rl_done, check);
+    hash = ngx_crc32_short(check->key.data, check->key.len);
+
+    b = (ngx_platform_rl_batch_t *)
+            ngx_str_rbtree_lookup(&ngx_platform_rl_open, &check->key, hash);
+
+    if (b == NULL) {
+        b = ngx_platform_rl_batch(check, hash);
+        if (b == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    check->batch = b;
+    check->slot = b->n;
+    b->checks[b->n++] = check;
+
+    if (b->n == NGX_PLATFORM_RL_BATCH_MAX) {
+        /* full: the key's next check starts another */
+        ngx_rbtree_delete(&ngx_platform_rl_open, &b->sn.node);
+    }
+
+    return NGX_DONE;
+}
+
+
+/* a new batch, in its own pool, sent at the end of this pass */
+
+static ngx_platform_rl_batch_t *
+ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash)
+{
+    u_char                   *key;
+    ngx_pool_t               *pool;
+    ngx_platform_rl_batch_t  *b;
+
+    /* room for the batch, its key and the command's pool cleanup */
+    pool = ngx_create_pool(sizeof(ngx_pool_t)
+                           + sizeof(ngx_platform_rl_batch_t)
+                           + check->key.len + 128, ngx_cycle->log);
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    b = ngx_pcalloc(pool, sizeof(ngx_platform_rl_batch_t));
+    key = ngx_pnalloc(pool, check->key.len);
+
+    if (b == NULL || key == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    b->sn.node.key = hash;
+    b->sn.str.data = ngx_cpymem(key, check->key.data, check->key.len)
+                     - check->key.len;
+    b->sn.str.len = check->key.len;
+    b->pool = pool;
+    b->limit = check->limit;
+
+    ngx_rbtree_insert(&ngx_platform_rl_open, &b->sn.node);
+    ngx_queue_insert_tail(&ngx_platform_rl_pending, &b->queue);
+
+    if (!ngx_platform_rl_flush.posted) {
+        ngx_post_event(&ngx_platform_rl_flush, &ngx_posted_events);
+    }
+
+    return b;
+}
+
+
+/* the end of the pass: one script call per batch */
+
+static void
+ngx_platform_rl_flush_handler(ngx_event_t *ev)
+{
+    ngx_queue_t               batches, *q;
+    ngx_platform_rl_batch_t  *b;
+
+    if (ngx_queue_empty(&ngx_platform_rl_pending)) {
+        return;
+    }
+
+    /* a check decided here may start a batch: it is for the next pass */
+
+    batches = ngx_platform_rl_pending;
+    batches.next->prev = &batches;
+    batches.prev->next = &batches;
+
+    ngx_queue_init(&ngx_platform_rl_pending);
+    ngx_rbtree_init(&ngx_platform_rl_open, &ngx_platform_rl_open_sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    while (!ngx_queue_empty(&batches)) {
+        q = ngx_queue_head(&batches);
+        ngx_queue_remove(q);
+
+        b = ngx_queue_data(q, ngx_platform_rl_batch_t, queue);
+        ngx_platform_rl_send(b);
+    }
+}
+
+
+static void
+ngx_platform_rl_send(ngx_platform_rl_batch_t *b)
+{
+    u_char       count[NGX_INT_T_LEN];
+    size_t       argvlen[4];
+    ngx_int_t    rc;
+    const char  *argv[4];
+
+    ngx_platform_rl_compact(b);
+
+    if (b->n == 0) {
+        /* every request went away first */
+        ngx_destroy_pool(b->pool);
+        return;
+    }
+
+    argv[0] = (const char *) b->sn.str.data;
+    argvlen[0] = b->sn.str.len;
+    argv[1] = (const char *) b->limit->interval_text.data;
+    argvlen[1] = b->limit->interval_text.len;
+    argv[2] = (const char *) b->limit->burst_text.data;
+    argvlen[2] = b->limit->burst_text.len;
+    argv[3] = (const char *) count;
+    argvlen[3] = ngx_sprintf(count, "%ui", b->n) - count;
+
+    rc = ngx_platform_redis_eval(b->pool, ngx_cycle->log,
+                                 &ngx_platform_rl_script, 1, 4, argv,
+                                 argvlen, ngx_platform_rl_done, b);
+
+    if (rc == NGX_DONE) {
+        ngx_queue_insert_tail(&ngx_platform_rl_sent, &b->queue);
+        return;
+    }
+
+    /* Redis cannot take it: each check is decided here */
+    ngx_platform_rl_deal(b);
+}
+
+
+/* the checks whose request went away before the send are not counted */
+
+static void
+ngx_platform_rl_compact(ngx_platform_rl_batch_t *b)
+{
+    ngx_uint_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < b->n; i++) {
+        if (b->checks[i] == NULL) {
+            continue;
+        }
+
+        b->checks[n] = b->checks[i];
+        b->checks[n]->slot = n;
+        n++;
+    }
+
+    b->n = n;
 }
 
 
 static void
 ngx_platform_rl_done(void *data, redisReply *reply, ngx_int_t rc)
 {
-    ngx_platform_rl_check_t  *check = data;
+    ngx_platform_rl_batch_t  *b = data;
 
-    ngx_http_request_t       *r;
-    ngx_platform_rl_state_t  *st;
+    ngx_queue_remove(&b->queue);
 
-    st = check->state;
-    r = st->request;
-
-    if (rc != NGX_OK || ngx_platform_rl_reply(check, reply) != NGX_OK) {
-        ngx_platform_rl_local(r->connection->log, check);
-
-    } else if (ngx_platform_rl_outage) {
+    if (rc == NGX_OK && ngx_platform_rl_reply(b, reply) == NGX_OK
+        && ngx_platform_rl_outage)
+    {
         ngx_platform_rl_outage = 0;
 
-        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "platform: Redis answers rate limits again");
     }
 
-    if (--st->pending) {
-        return;
-    }
-
-    /* the wait's count is dropped by whoever resume hands the request to */
-
-    st->resume(r, ngx_platform_rl_decide(r, st));
+    ngx_platform_rl_deal(b);
 }
 
 
-/* {allowed, remaining, retry ms, reset ms} */
+/* {admitted, microseconds to the arrival time}, as the limit allows */
 
 static ngx_int_t
-ngx_platform_rl_reply(ngx_platform_rl_check_t *check, redisReply *reply)
+ngx_platform_rl_reply(ngx_platform_rl_batch_t *b, redisReply *reply)
 {
-    ngx_uint_t   i;
-    redisReply  *e;
+    uint64_t     k, wait, interval, budget;
+    redisReply  *e0, *e1;
 
     if (reply->type == REDIS_REPLY_ERROR) {
         ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
@@ -427,24 +640,139 @@ ngx_platform_rl_reply(ngx_platform_rl_check_t *check, redisReply *reply)
         return NGX_ERROR;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         return NGX_ERROR;
     }
 
-    for (i = 0; i < 4; i++) {
-        e = reply->element[i];
+    e0 = reply->element[0];
+    e1 = reply->element[1];
 
-        if (e->type != REDIS_REPLY_INTEGER || e->integer < 0) {
-            return NGX_ERROR;
-        }
+    if (e0->type != REDIS_REPLY_INTEGER || e0->integer < 0
+        || e1->type != REDIS_REPLY_INTEGER || e1->integer < 0)
+    {
+        return NGX_ERROR;
     }
 
-    check->refused = (reply->element[0]->integer == 0);
-    check->remaining = reply->element[1]->integer;
-    check->retry = reply->element[2]->integer;
-    check->reset = reply->element[3]->integer;
+    k = e0->integer;
+    wait = e1->integer;
+    interval = b->limit->interval;
+    budget = interval * (b->limit->burst + 1);
+
+    /* k fit, and one more would not have */
+
+    if (k > b->n
+        || (k && wait + k * interval > budget)
+        || (k < b->n && wait + (k + 1) * interval <= budget))
+    {
+        return NGX_ERROR;
+    }
+
+    b->admitted = k;
+    b->wait = wait;
+    b->counted = 1;
 
     return NGX_OK;
+}
+
+
+/*
+ * Each check still in the batch has its outcome, in arrival order; a
+ * request resumes once all of its checks have theirs. Then the batch
+ * is freed.
+ */
+
+static void
+ngx_platform_rl_deal(ngx_platform_rl_batch_t *b)
+{
+    ngx_uint_t                i;
+    ngx_http_request_t       *r;
+    ngx_platform_rl_state_t  *st;
+    ngx_platform_rl_check_t  *check;
+
+    for (i = 0; i < b->n; i++) {
+        check = b->checks[i];
+
+        if (check == NULL) {
+            /* its request went away, perhaps as an earlier one resumed */
+            continue;
+        }
+
+        check->batch = NULL;
+        st = check->state;
+        r = st->request;
+
+        if (b->counted) {
+            ngx_platform_rl_set(check, i, b->admitted, b->wait);
+
+        } else {
+            ngx_platform_rl_local(r->connection->log, check);
+        }
+
+        if (--st->pending) {
+            continue;
+        }
+
+        /* the wait's count is dropped by whoever resume hands r to */
+
+        st->resume(r, ngx_platform_rl_decide(r, st));
+    }
+
+    ngx_destroy_pool(b->pool);
+}
+
+
+/*
+ * The i-th check of a batch whose first k were admitted, the arrival
+ * time wait microseconds ahead before them: as if it came alone, in its
+ * turn
+ */
+
+static void
+ngx_platform_rl_set(ngx_platform_rl_check_t *check, ngx_uint_t i,
+    ngx_uint_t k, uint64_t wait)
+{
+    uint64_t  interval, budget, tat;
+
+    interval = check->limit->interval;
+    budget = interval * (check->limit->burst + 1);
+
+    if (i < k) {
+        tat = wait + (i + 1) * interval;
+
+        check->refused = 0;
+        check->remaining = (budget - tat) / interval;
+        check->retry = 0;
+        check->reset = (tat + 999) / 1000;
+        return;
+    }
+
+    tat = wait + k * interval;
+
+    check->refused = 1;
+    check->remaining = 0;
+    check->retry = (tat + interval - budget + 999) / 1000;
+    check->reset = (tat + 999) / 1000;
+}
+
+
+/* the request goes away: its checks leave their batches, sent or not */
+
+static void
+ngx_platform_rl_detach(void *data)
+{
+    ngx_platform_rl_state_t  *st = data;
+
+    ngx_uint_t                i;
+    ngx_platform_rl_check_t  *check;
+
+    for (i = 0; i < st->n; i++) {
+        check = &st->checks[i];
+
+        if (check->batch) {
+            check->batch->checks[check->slot] = NULL;
+            check->batch = NULL;
+        }
+    }
 }
 
 
@@ -744,6 +1072,49 @@ ngx_platform_rate_limit_init_process(ngx_cycle_t *cycle)
 
     ngx_platform_rl_workers = (ccf && ccf->worker_processes > 0)
                               ? (ngx_uint_t) ccf->worker_processes : 1;
+
+    ngx_rbtree_init(&ngx_platform_rl_open, &ngx_platform_rl_open_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_queue_init(&ngx_platform_rl_pending);
+    ngx_queue_init(&ngx_platform_rl_sent);
+
+    ngx_platform_rl_dummy.fd = (ngx_socket_t) -1;
+    ngx_platform_rl_dummy.log = cycle->log;
+
+    ngx_platform_rl_flush.handler = ngx_platform_rl_flush_handler;
+    ngx_platform_rl_flush.data = &ngx_platform_rl_dummy;
+    ngx_platform_rl_flush.log = cycle->log;
+}
+
+
+/* after Redis's: no reply is waited for any more, none will come */
+
+void
+ngx_platform_rate_limit_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_queue_t              *q;
+    ngx_platform_rl_batch_t  *b;
+
+    if (ngx_platform_rl_flush.posted) {
+        ngx_delete_posted_event(&ngx_platform_rl_flush);
+    }
+
+    if (ngx_platform_rl_sent.next == NULL) {
+        return;
+    }
+
+    if (!ngx_queue_empty(&ngx_platform_rl_pending)) {
+        ngx_queue_add(&ngx_platform_rl_sent, &ngx_platform_rl_pending);
+        ngx_queue_init(&ngx_platform_rl_pending);
+    }
+
+    while (!ngx_queue_empty(&ngx_platform_rl_sent)) {
+        q = ngx_queue_head(&ngx_platform_rl_sent);
+        ngx_queue_remove(q);
+
+        b = ngx_queue_data(q, ngx_platform_rl_batch_t, queue);
+        ngx_destroy_pool(b->pool);
+    }
 }
 
 

@@ -74,6 +74,7 @@ char *ngx_platform_rate_limit_bureau_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 void ngx_platform_rate_limit_init_process(ngx_cycle_t *cycle);
+void ngx_platform_rate_limit_exit_process(ngx_cycle_t *cycle);
 
 
 #endif /* _NGX_PLATFORM_RATE_LIMIT_H_INCLUDED_ */

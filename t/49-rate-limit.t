@@ -16,6 +16,7 @@ use lib 't/lib';
 use Test::More;
 use Platform::Test;
 use Platform::JWT;
+use IO::Socket::INET;
 
 my $t = Platform::Test->new(db => 0);
 my $k = Platform::JWT::keys($t->testdir . '/keys');
@@ -33,6 +34,11 @@ my $conf = <<'EOF';
         location /validate-otp/ {
             platform_otp;
             platform_rate_limit tenant 2r/m burst=2;
+        }
+
+        location = /openapi.json {
+            platform_openapi;
+            platform_rate_limit address 1r/m burst=4;
         }
 
         location = /metrics { platform_metrics; }
@@ -81,6 +87,34 @@ sub otp {
                                              // ($opts{t} // $t)->port);
 }
 
+# n requests from one address on connections opened before and written
+# while the worker is stopped: it reads them all in one pass of its loop
+
+sub together {
+    my ($t, $n, $from) = @_;
+    my ($worker) = $t->workers;
+
+    my @s = map {
+        IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $t->port,
+                              Proto => 'tcp') or die "connect: $!\n"
+    } 1 .. $n;
+
+    # accepted, one a pass, before the stop
+    select(undef, undef, undef, 0.3);
+
+    kill 'STOP', $worker;
+    $_->syswrite("GET /openapi.json HTTP/1.1\r\nHost: localhost\r\n"
+                 . "X-Forwarded-For: $from\r\nConnection: close\r\n\r\n")
+        for @s;
+    kill 'CONT', $worker;
+
+    return map {
+        my ($s, $raw, $buf) = ($_, '');
+        $raw .= $buf while $s->sysread($buf, 65536);
+        $t->parse_response($raw);
+    } @s;
+}
+
 ###############################################################################
 # per tenant: burst + 1 at once, then 429
 
@@ -109,6 +143,40 @@ is(otp("$id-b")->{status}, 404, 'another tenant is not limited');
 
 my $ttl = $t->redis('PTTL', "platform:rl:{tenant:$id-a}:30000000:2");
 ok($ttl > 60000 && $ttl <= 90000, "the key expires when whole ($ttl ms)");
+
+###############################################################################
+# checks of one key arriving together are counted by one script call as
+# one by one: the first burst + 1 admitted, each with what remained in
+# its turn, the others 429, the arrival time moved once per admitted one
+
+my $baddr = "10.46.$o1.$o2";
+my $commands = sub {
+    ($t->request('GET', '/metrics')->{content}
+        =~ /^platform_redis_commands_total (\d+)$/m)[0] // 0;
+};
+my $before = $commands->();
+
+my @b = together($t, 12, $baddr);
+my @ok = grep { $_->{status} == 200 } @b;
+my @no = grep { $_->{status} == 429 } @b;
+
+is(scalar @ok, 5, 'together: burst + 1 admitted');
+is(scalar @no, 7, 'together: the others 429');
+is_deeply([sort map { $_->{headers}{ratelimit} // '' } @ok],
+          [sort map { sprintf '"address";r=%d;t=%d', 4 - $_, 60 * ($_ + 1) }
+                    0 .. 4],
+          'together: each admitted one has what remained in its turn');
+is(scalar(grep { ($_->{headers}{'retry-after'} // 0) =~ /^(59|60)$/
+                 && ($_->{headers}{ratelimit} // '') eq
+                    '"address";r=0;t=300' } @no),
+   7, 'together: each 429 with Retry-After, one interval');
+
+my ($sec, $usec) = split /\n/, $t->redis('TIME');
+my $ahead = $t->redis('GET', "platform:rl:{address:$baddr}:60000000:4")
+            - ($sec * 1000000 + $usec);
+ok($ahead > 295_000_000 && $ahead <= 300_000_000,
+   "together: the arrival time is 5 intervals ahead ($ahead us)");
+is($commands->() - $before, 1, 'together: one script call');
 
 ###############################################################################
 # one budget for the fleet: a second nginx on the same Redis
@@ -279,6 +347,51 @@ my ($local) = $r->{content} =~ /^platform_rate_limit_local_total (\d+)$/m;
 ok(($local // 0) >= 6, 'metrics: decisions taken alone');
 
 $t3->done;
+
+###############################################################################
+# clients gone while their checks wait for Redis: the reply finds none of
+# them, and the worker serves the next request
+
+my $t5 = Platform::Test->new(db => 0);
+my $redis5 = $t5->start_private_redis;
+
+$t5->run(<<"EOF");
+    platform_redis ${\ $redis5->addr};
+    platform_redis_timeout 5s;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location = /openapi.json {
+            platform_openapi;
+            platform_rate_limit address 1000r/s burst=1000;
+        }
+
+        location = /metrics { platform_metrics; }
+    }
+EOF
+
+ok($t5->wait_until(sub {
+    $t5->request('GET', '/metrics')->{content}
+        =~ /^platform_redis_connects_total [1-9]/m }, 10),
+   'gone: the worker is connected to Redis');
+
+my ($worker5) = $t5->workers;
+$redis5->redis('CLIENT', 'PAUSE', 1500);
+
+@r = @{ $t5->burst([ map { ['GET', '/openapi.json'] } 1 .. 20 ],
+                   timeout => 0.3) };
+is(scalar(grep { $_->{status} == 599 } @r), 20,
+   'gone: the clients leave while Redis is paused');
+
+ok($t5->wait_until(sub {
+    $t5->request('GET', '/openapi.json')->{status} == 200 }, 5),
+   'gone: the next request is served');
+is_deeply([$t5->workers], [$worker5], 'gone: by the same worker');
+like($t5->error_log, qr/client prematurely closed connection while waiting/,
+     'gone: the worker saw the clients leave');
+
+$t5->done;
 
 ###############################################################################
 # identity: a tenant's budget of bureau calls; an answer on record is free
