@@ -76,6 +76,11 @@ $t->run($conf);
 my $id = "t49-$$-" . time;
 my ($o1, $o2) = ($$ % 250 + 1, int(time) % 250 + 1);
 
+# the worker connects to Redis once started, and OTP is 503 until then:
+# wait for it with a tenant of its own, whose budget nothing below uses
+ok($t->wait_until(sub { otp("$id-warm")->{status} != 503 }, 10),
+   'the worker answers with Redis');
+
 sub otp {
     my ($tenant, %opts) = @_;
     my %h = (countryCode => 'NG', %{ $opts{headers} // {} });
