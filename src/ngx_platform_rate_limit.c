@@ -62,6 +62,12 @@
 /* a hint is trusted this long after its reply, in milliseconds */
 #define NGX_PLATFORM_RL_HINT_AGE    1000
 
+/*
+ * a batch of checks admitted from the hint only is sent this many
+ * milliseconds after its first, unless a check that waits joins it
+ */
+#define NGX_PLATFORM_RL_LINGER      5
+
 /* the fast path's margin: at least this many requests, and burst+1 / 4 */
 #define NGX_PLATFORM_RL_MARGIN_MIN  8
 
@@ -114,6 +120,7 @@ struct ngx_platform_rl_batch_s {
     ngx_uint_t                  n;
     ngx_uint_t                  fast;       /* admitted from the hint */
     ngx_uint_t                  admitted;   /* the first of fast + n */
+    ngx_msec_t                  start;
     uint64_t                    wait;       /* us to the arrival time */
     unsigned                    counted:1;  /* else decided here */
     u_char                      digest[20]; /* the key's, for its hint */
@@ -517,6 +524,11 @@ ngx_platform_rl_join(ngx_platform_rl_check_t *check)
         check->batch = b;
         check->slot = b->n;
         b->checks[b->n++] = check;
+
+        /* the batch may linger with admitted checks only: not any more */
+        if (!ngx_platform_rl_flush.posted) {
+            ngx_post_event(&ngx_platform_rl_flush, &ngx_posted_events);
+        }
     }
 
     if (b->n + b->fast == NGX_PLATFORM_RL_BATCH_MAX) {
@@ -607,6 +619,7 @@ ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash,
     b->sn.str.len = check->key.len;
     b->pool = pool;
     b->limit = check->limit;
+    b->start = ngx_current_msec;
     ngx_memcpy(b->digest, digest, 20);
 
     ngx_rbtree_insert(&ngx_platform_rl_open, &b->sn.node);
@@ -620,11 +633,16 @@ ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash,
 }
 
 
-/* the end of the pass: one script call per batch */
+/*
+ * The end of the pass: one script call per batch. A batch of checks
+ * admitted from the hint only, which no request waits for, lingers a
+ * little to take more, with room left: one call counts them all.
+ */
 
 static void
 ngx_platform_rl_flush_handler(ngx_event_t *ev)
 {
+    ngx_uint_t                linger;
     ngx_queue_t               batches, *q;
     ngx_platform_rl_batch_t  *b;
 
@@ -642,12 +660,30 @@ ngx_platform_rl_flush_handler(ngx_event_t *ev)
     ngx_rbtree_init(&ngx_platform_rl_open, &ngx_platform_rl_open_sentinel,
                     ngx_str_rbtree_insert_value);
 
+    linger = 0;
+
     while (!ngx_queue_empty(&batches)) {
         q = ngx_queue_head(&batches);
         ngx_queue_remove(q);
 
         b = ngx_queue_data(q, ngx_platform_rl_batch_t, queue);
+
+        if (b->n == 0
+            && b->fast + 1 < NGX_PLATFORM_RL_BATCH_MAX
+            && ngx_current_msec - b->start < NGX_PLATFORM_RL_LINGER
+            && !ngx_exiting)
+        {
+            ngx_rbtree_insert(&ngx_platform_rl_open, &b->sn.node);
+            ngx_queue_insert_tail(&ngx_platform_rl_pending, &b->queue);
+            linger = 1;
+            continue;
+        }
+
         ngx_platform_rl_send(b);
+    }
+
+    if (linger && !ev->timer_set) {
+        ngx_add_timer(ev, NGX_PLATFORM_RL_LINGER);
     }
 }
 
@@ -1230,6 +1266,7 @@ ngx_platform_rate_limit_init_process(ngx_cycle_t *cycle)
     ngx_platform_rl_flush.handler = ngx_platform_rl_flush_handler;
     ngx_platform_rl_flush.data = &ngx_platform_rl_dummy;
     ngx_platform_rl_flush.log = cycle->log;
+    ngx_platform_rl_flush.cancelable = 1;
 }
 
 
@@ -1243,6 +1280,10 @@ ngx_platform_rate_limit_exit_process(ngx_cycle_t *cycle)
 
     if (ngx_platform_rl_flush.posted) {
         ngx_delete_posted_event(&ngx_platform_rl_flush);
+    }
+
+    if (ngx_platform_rl_flush.timer_set) {
+        ngx_del_timer(&ngx_platform_rl_flush);
     }
 
     if (ngx_platform_rl_sent.next == NULL) {
