@@ -21,10 +21,21 @@
  * may go away while their check waits: a request's pool cleanup takes
  * its checks out, and the reply is dealt to the checks still there.
  *
+ * Far from the limit a request need not wait for its round trip: each
+ * reply leaves the worker a hint, the key's arrival time as Redis counted
+ * it. A check that finds a hint at most a second old, with room for the
+ * margin beyond what the worker admitted since, is admitted at once: it
+ * still joins its batch and is counted in Redis, but as a number only,
+ * so that nothing of the request stays in the batch. The margin bounds
+ * both: at most the margin admitted so by a worker awaits its reply, so
+ * a fleet overshoots a limit by at most workers x nodes x margin. Near
+ * the limit, and for every refusal, the request waits for Redis.
+ *
  * When Redis cannot answer (not connected, timed out, an error), each
- * worker decides alone with the rate divided by worker_processes, in a
- * table of a fixed number of identities (the least recently used
- * forgotten); the outage is logged once, its decisions counted.
+ * worker decides alone with the rate divided by worker_processes. The
+ * hints and this fallback share a table of a fixed number of identities
+ * (the least recently used forgotten); the outage is logged once, its
+ * decisions counted.
  */
 
 
@@ -47,6 +58,18 @@
 
 /* checks of one key in one script call; more start another call */
 #define NGX_PLATFORM_RL_BATCH_MAX   64
+
+/* a hint is trusted this long after its reply, in milliseconds */
+#define NGX_PLATFORM_RL_HINT_AGE    1000
+
+/*
+ * a batch of checks admitted from the hint only is sent this many
+ * milliseconds after its first, unless a check that waits joins it
+ */
+#define NGX_PLATFORM_RL_LINGER      5
+
+/* the fast path's margin: at least this many requests, and burst+1 / 4 */
+#define NGX_PLATFORM_RL_MARGIN_MIN  8
 
 /* rates: at most a million requests per period, one microsecond apart */
 #define NGX_PLATFORM_RL_RATE_MAX    1000000
@@ -95,20 +118,32 @@ struct ngx_platform_rl_batch_s {
     ngx_pool_t                 *pool;
     ngx_platform_rate_limit_t  *limit;
     ngx_uint_t                  n;
-    ngx_uint_t                  admitted;   /* the first of the n */
+    ngx_uint_t                  fast;       /* admitted from the hint */
+    ngx_uint_t                  admitted;   /* the first of fast + n */
+    ngx_msec_t                  start;
     uint64_t                    wait;       /* us to the arrival time */
     unsigned                    counted:1;  /* else decided here */
+    u_char                      digest[20]; /* the key's, for its hint */
     ngx_platform_rl_check_t    *checks[NGX_PLATFORM_RL_BATCH_MAX];
 };
 
 
-/* an identity of the fallback: its key's SHA-1 and its arrival time */
+/*
+ * An identity of the worker: its key's SHA-1, the fallback's arrival
+ * time, and the hint: the arrival time Redis last replied (on this
+ * worker's clock) and when, and the checks admitted from the hint since
+ * whose reply has not come
+ */
 
 typedef struct {
     ngx_rbtree_node_t           node;
     ngx_queue_t                 queue;
     u_char                      digest[20];
     uint64_t                    tat;        /* microseconds */
+    uint64_t                    hint_tat;   /* microseconds */
+    ngx_msec_t                  hint_time;
+    ngx_uint_t                  fast;
+    unsigned                    hint:1;
 } ngx_platform_rl_local_t;
 
 
@@ -119,8 +154,11 @@ static ngx_int_t ngx_platform_rl_id(ngx_http_request_t *r,
 static ngx_int_t ngx_platform_rl_key(ngx_http_request_t *r,
     ngx_platform_rl_check_t *check, ngx_str_t *id);
 static ngx_int_t ngx_platform_rl_join(ngx_platform_rl_check_t *check);
+static ngx_uint_t ngx_platform_rl_fast(ngx_platform_rl_check_t *check,
+    ngx_platform_rl_local_t *e);
 static ngx_platform_rl_batch_t *ngx_platform_rl_batch(
-    ngx_platform_rl_check_t *check, uint32_t hash);
+    ngx_platform_rl_check_t *check, uint32_t hash, u_char *digest);
+static void ngx_platform_rl_hint(ngx_platform_rl_batch_t *b);
 static void ngx_platform_rl_flush_handler(ngx_event_t *ev);
 static void ngx_platform_rl_send(ngx_platform_rl_batch_t *b);
 static void ngx_platform_rl_compact(ngx_platform_rl_batch_t *b);
@@ -183,7 +221,7 @@ static ngx_platform_redis_script_t  ngx_platform_rl_script = {
 };
 
 
-/* the fallback's table, allocated when Redis first fails to answer */
+/* the identities' table (hints, fallback), allocated at its first use */
 
 static ngx_rbtree_t              ngx_platform_rl_tree;
 static ngx_rbtree_node_t         ngx_platform_rl_sentinel;
@@ -315,6 +353,11 @@ ngx_platform_rl_start(ngx_http_request_t *r, ngx_platform_rl_state_t *st)
             continue;
         }
 
+        if (rc == NGX_OK) {
+            /* admitted from the hint */
+            continue;
+        }
+
         if (rc == NGX_ERROR) {
             ngx_platform_rl_detach(st);
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -429,12 +472,20 @@ ngx_platform_rl_key(ngx_http_request_t *r, ngx_platform_rl_check_t *check,
 }
 
 
-/* the check waits in its key's batch of this pass of the event loop */
+/*
+ * The check joins its key's batch of this pass of the event loop: it
+ * waits there (NGX_DONE), or is admitted from the hint and counted in
+ * the batch as a number (NGX_OK)
+ */
 
 static ngx_int_t
 ngx_platform_rl_join(ngx_platform_rl_check_t *check)
 {
+    u_char                    digest[20];
     uint32_t                  hash;
+    ngx_uint_t                fast;
+    ngx_sha1_t                sha1;
+    ngx_platform_rl_local_t  *e;
     ngx_platform_rl_batch_t  *b;
 
     if (!ngx_platform_redis_connected()) {
@@ -442,35 +493,105 @@ ngx_platform_rl_join(ngx_platform_rl_check_t *check)
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
+    ngx_sha1_init(&sha1);
+    ngx_sha1_update(&sha1, check->key.data, check->key.len);
+    ngx_sha1_final(digest, &sha1);
+
+    e = ngx_platform_rl_local_entry(digest);
+
+    fast = (e != NULL && ngx_platform_rl_fast(check, e));
+
     hash = ngx_crc32_short(check->key.data, check->key.len);
 
     b = (ngx_platform_rl_batch_t *)
             ngx_str_rbtree_lookup(&ngx_platform_rl_open, &check->key, hash);
 
     if (b == NULL) {
-        b = ngx_platform_rl_batch(check, hash);
+        b = ngx_platform_rl_batch(check, hash, digest);
         if (b == NULL) {
+            if (fast) {
+                e->fast--;
+            }
+
             return NGX_ERROR;
         }
     }
 
-    check->batch = b;
-    check->slot = b->n;
-    b->checks[b->n++] = check;
+    if (fast) {
+        b->fast++;
 
-    if (b->n == NGX_PLATFORM_RL_BATCH_MAX) {
+    } else {
+        check->batch = b;
+        check->slot = b->n;
+        b->checks[b->n++] = check;
+
+        /* the batch may linger with admitted checks only: not any more */
+        if (!ngx_platform_rl_flush.posted) {
+            ngx_post_event(&ngx_platform_rl_flush, &ngx_posted_events);
+        }
+    }
+
+    if (b->n + b->fast == NGX_PLATFORM_RL_BATCH_MAX) {
         /* full: the key's next check starts another */
         ngx_rbtree_delete(&ngx_platform_rl_open, &b->sn.node);
     }
 
-    return NGX_DONE;
+    return fast ? NGX_OK : NGX_DONE;
+}
+
+
+/*
+ * Far from the limit: a fresh hint leaves at least the margin after this
+ * check and what the worker admitted from it since, and fewer than the
+ * margin of those await their reply. The check is then admitted, its
+ * headers from the hint, and counted in the hint until its reply.
+ */
+
+static ngx_uint_t
+ngx_platform_rl_fast(ngx_platform_rl_check_t *check,
+    ngx_platform_rl_local_t *e)
+{
+    uint64_t    now, interval, budget, margin, tat, next;
+
+    if (!e->hint
+        || ngx_current_msec - e->hint_time > NGX_PLATFORM_RL_HINT_AGE)
+    {
+        return 0;
+    }
+
+    interval = check->limit->interval;
+    budget = interval * (check->limit->burst + 1);
+    margin = ngx_max(NGX_PLATFORM_RL_MARGIN_MIN,
+                     (check->limit->burst + 1) / 4);
+
+    if (e->fast >= margin) {
+        return 0;
+    }
+
+    now = (uint64_t) ngx_current_msec * 1000;
+    tat = ngx_max(e->hint_tat, now) + e->fast * interval;
+    next = tat + interval;
+
+    if (next - now > budget || (budget - (next - now)) / interval < margin) {
+        return 0;
+    }
+
+    e->fast++;
+
+    check->refused = 0;
+    check->remaining = (budget - (next - now)) / interval;
+    check->retry = 0;
+    check->reset = (next - now + 999) / 1000;
+
+    return 1;
 }
 
 
 /* a new batch, in its own pool, sent at the end of this pass */
 
 static ngx_platform_rl_batch_t *
-ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash)
+ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash,
+    u_char *digest)
 {
     u_char                   *key;
     ngx_pool_t               *pool;
@@ -498,6 +619,8 @@ ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash)
     b->sn.str.len = check->key.len;
     b->pool = pool;
     b->limit = check->limit;
+    b->start = ngx_current_msec;
+    ngx_memcpy(b->digest, digest, 20);
 
     ngx_rbtree_insert(&ngx_platform_rl_open, &b->sn.node);
     ngx_queue_insert_tail(&ngx_platform_rl_pending, &b->queue);
@@ -510,11 +633,16 @@ ngx_platform_rl_batch(ngx_platform_rl_check_t *check, uint32_t hash)
 }
 
 
-/* the end of the pass: one script call per batch */
+/*
+ * The end of the pass: one script call per batch. A batch of checks
+ * admitted from the hint only, which no request waits for, lingers a
+ * little to take more, with room left: one call counts them all.
+ */
 
 static void
 ngx_platform_rl_flush_handler(ngx_event_t *ev)
 {
+    ngx_uint_t                linger;
     ngx_queue_t               batches, *q;
     ngx_platform_rl_batch_t  *b;
 
@@ -532,12 +660,30 @@ ngx_platform_rl_flush_handler(ngx_event_t *ev)
     ngx_rbtree_init(&ngx_platform_rl_open, &ngx_platform_rl_open_sentinel,
                     ngx_str_rbtree_insert_value);
 
+    linger = 0;
+
     while (!ngx_queue_empty(&batches)) {
         q = ngx_queue_head(&batches);
         ngx_queue_remove(q);
 
         b = ngx_queue_data(q, ngx_platform_rl_batch_t, queue);
+
+        if (b->n == 0
+            && b->fast + 1 < NGX_PLATFORM_RL_BATCH_MAX
+            && ngx_current_msec - b->start < NGX_PLATFORM_RL_LINGER
+            && !ngx_exiting)
+        {
+            ngx_rbtree_insert(&ngx_platform_rl_open, &b->sn.node);
+            ngx_queue_insert_tail(&ngx_platform_rl_pending, &b->queue);
+            linger = 1;
+            continue;
+        }
+
         ngx_platform_rl_send(b);
+    }
+
+    if (linger && !ev->timer_set) {
+        ngx_add_timer(ev, NGX_PLATFORM_RL_LINGER);
     }
 }
 
@@ -552,7 +698,7 @@ ngx_platform_rl_send(ngx_platform_rl_batch_t *b)
 
     ngx_platform_rl_compact(b);
 
-    if (b->n == 0) {
+    if (b->n + b->fast == 0) {
         /* every request went away first */
         ngx_destroy_pool(b->pool);
         return;
@@ -565,7 +711,7 @@ ngx_platform_rl_send(ngx_platform_rl_batch_t *b)
     argv[2] = (const char *) b->limit->burst_text.data;
     argvlen[2] = b->limit->burst_text.len;
     argv[3] = (const char *) count;
-    argvlen[3] = ngx_sprintf(count, "%ui", b->n) - count;
+    argvlen[3] = ngx_sprintf(count, "%ui", b->fast + b->n) - count;
 
     rc = ngx_platform_redis_eval(b->pool, ngx_cycle->log,
                                  &ngx_platform_rl_script, 1, 4, argv,
@@ -629,7 +775,7 @@ ngx_platform_rl_done(void *data, redisReply *reply, ngx_int_t rc)
 static ngx_int_t
 ngx_platform_rl_reply(ngx_platform_rl_batch_t *b, redisReply *reply)
 {
-    uint64_t     k, wait, interval, budget;
+    uint64_t     k, n, wait, interval, budget;
     redisReply  *e0, *e1;
 
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -655,14 +801,15 @@ ngx_platform_rl_reply(ngx_platform_rl_batch_t *b, redisReply *reply)
 
     k = e0->integer;
     wait = e1->integer;
+    n = b->fast + b->n;
     interval = b->limit->interval;
     budget = interval * (b->limit->burst + 1);
 
     /* k fit, and one more would not have */
 
-    if (k > b->n
+    if (k > n
         || (k && wait + k * interval > budget)
-        || (k < b->n && wait + (k + 1) * interval <= budget))
+        || (k < n && wait + (k + 1) * interval <= budget))
     {
         return NGX_ERROR;
     }
@@ -676,7 +823,8 @@ ngx_platform_rl_reply(ngx_platform_rl_batch_t *b, redisReply *reply)
 
 
 /*
- * Each check still in the batch has its outcome, in arrival order; a
+ * The hint is refreshed, and each check still in the batch has its
+ * outcome, in arrival order after those admitted from the hint; a
  * request resumes once all of its checks have theirs. Then the batch
  * is freed.
  */
@@ -688,6 +836,8 @@ ngx_platform_rl_deal(ngx_platform_rl_batch_t *b)
     ngx_http_request_t       *r;
     ngx_platform_rl_state_t  *st;
     ngx_platform_rl_check_t  *check;
+
+    ngx_platform_rl_hint(b);
 
     for (i = 0; i < b->n; i++) {
         check = b->checks[i];
@@ -702,7 +852,7 @@ ngx_platform_rl_deal(ngx_platform_rl_batch_t *b)
         r = st->request;
 
         if (b->counted) {
-            ngx_platform_rl_set(check, i, b->admitted, b->wait);
+            ngx_platform_rl_set(check, b->fast + i, b->admitted, b->wait);
 
         } else {
             ngx_platform_rl_local(r->connection->log, check);
@@ -718,6 +868,36 @@ ngx_platform_rl_deal(ngx_platform_rl_batch_t *b)
     }
 
     ngx_destroy_pool(b->pool);
+}
+
+
+/*
+ * What Redis replied is the key's hint, the batch's admissions from the
+ * hint counted in it now; no reply leaves no hint
+ */
+
+static void
+ngx_platform_rl_hint(ngx_platform_rl_batch_t *b)
+{
+    ngx_platform_rl_local_t  *e;
+
+    e = ngx_platform_rl_local_entry(b->digest);
+    if (e == NULL) {
+        return;
+    }
+
+    /* the entry may have been forgotten and taken anew meanwhile */
+    e->fast -= ngx_min(e->fast, b->fast);
+
+    if (!b->counted) {
+        e->hint = 0;
+        return;
+    }
+
+    e->hint = 1;
+    e->hint_time = ngx_current_msec;
+    e->hint_tat = (uint64_t) ngx_current_msec * 1000 + b->wait
+                  + b->admitted * b->limit->interval;
 }
 
 
@@ -907,6 +1087,8 @@ ngx_platform_rl_local_entry(u_char *digest)
     ngx_memcpy(e->digest, digest, 20);
     e->node.key = key;
     e->tat = 0;
+    e->hint = 0;
+    e->fast = 0;
 
     ngx_rbtree_insert(&ngx_platform_rl_tree, &e->node);
 
@@ -1084,6 +1266,7 @@ ngx_platform_rate_limit_init_process(ngx_cycle_t *cycle)
     ngx_platform_rl_flush.handler = ngx_platform_rl_flush_handler;
     ngx_platform_rl_flush.data = &ngx_platform_rl_dummy;
     ngx_platform_rl_flush.log = cycle->log;
+    ngx_platform_rl_flush.cancelable = 1;
 }
 
 
@@ -1097,6 +1280,10 @@ ngx_platform_rate_limit_exit_process(ngx_cycle_t *cycle)
 
     if (ngx_platform_rl_flush.posted) {
         ngx_delete_posted_event(&ngx_platform_rl_flush);
+    }
+
+    if (ngx_platform_rl_flush.timer_set) {
+        ngx_del_timer(&ngx_platform_rl_flush);
     }
 
     if (ngx_platform_rl_sent.next == NULL) {

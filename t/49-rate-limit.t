@@ -17,6 +17,7 @@ use Test::More;
 use Platform::Test;
 use Platform::JWT;
 use IO::Socket::INET;
+use Time::HiRes ();
 
 my $t = Platform::Test->new(db => 0);
 my $k = Platform::JWT::keys($t->testdir . '/keys');
@@ -397,6 +398,91 @@ like($t5->error_log, qr/client prematurely closed connection while waiting/,
      'gone: the worker saw the clients leave');
 
 $t5->done;
+
+###############################################################################
+# far from the limit a request does not wait for Redis: the hint of the
+# last reply admits it, and Redis counts it all the same; near the limit
+# it waits. A rate of 6r/m: the arrival time a request moves (10 s) is
+# far longer than the test takes, so Redis's key still shows the count.
+
+my $t6 = Platform::Test->new(db => 0);
+my $redis6 = $t6->start_private_redis;
+
+$t6->run(<<"EOF");
+    platform_redis ${\ $redis6->addr};
+    platform_redis_timeout 5s;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location = /openapi.json {
+            platform_openapi;
+            platform_rate_limit address 6r/m burst=1000;
+        }
+
+        location = /metrics { platform_metrics; }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_2%%;
+
+        location = /openapi.json {
+            platform_openapi;
+            platform_rate_limit address 6r/m burst=4;
+        }
+    }
+EOF
+
+ok($t6->wait_until(sub {
+    $t6->request('GET', '/metrics')->{content}
+        =~ /^platform_redis_connects_total [1-9]/m }, 10),
+   'hint: the worker is connected to Redis');
+
+sub timed {
+    my ($t, %opts) = @_;
+    my $start = Time::HiRes::time();
+    my $r = $t->request('GET', '/openapi.json', %opts);
+    return ($r, Time::HiRes::time() - $start);
+}
+
+# the first waits for Redis, whose reply is the worker's hint
+$r = $t6->request('GET', '/openapi.json');
+is($r->{status}, 200, 'hint: the first request');
+is($r->{headers}{ratelimit}, '"address";r=1000;t=10',
+   'hint: the first request\'s RateLimit, from Redis');
+
+$redis6->redis('CLIENT', 'PAUSE', 1500);
+
+my $elapsed;
+($r, $elapsed) = timed($t6, timeout => 1);
+is($r->{status}, 200,
+   'hint: far from the limit, admitted while Redis is paused');
+ok($elapsed < 0.5, sprintf 'hint: at once (%.3f s)', $elapsed);
+is($r->{headers}{ratelimit}, '"address";r=999;t=20',
+   'hint: RateLimit from the hint');
+
+# after the pause: both counted, the arrival time two intervals ahead of
+# the first request, less the time since
+($sec, $usec) = split /\n/, $redis6->redis('TIME');
+$ahead = $redis6->redis('GET',
+                        'platform:rl:{address:127.0.0.1}:10000000:1000')
+         - ($sec * 1000000 + $usec);
+ok($ahead > 15_000_000 && $ahead <= 20_000_000,
+   "hint: Redis counted both requests ($ahead us ahead)");
+
+# near the limit (burst=4, less than the margin of 8): the request waits
+is($t6->request('GET', '/openapi.json', port => $t6->port(2))->{status},
+   200, 'near: the first request');
+
+$redis6->redis('CLIENT', 'PAUSE', 1000);
+
+($r, $elapsed) = timed($t6, port => $t6->port(2), timeout => 5);
+is($r->{status}, 200, 'near: admitted once Redis answers');
+ok($elapsed > 0.7, sprintf 'near: it waited for Redis (%.3f s)', $elapsed);
+like($r->{headers}{ratelimit}, qr/^"address";r=3;t=(19|20)$/,
+     'near: RateLimit, from Redis after the pause');
+
+$t6->done;
 
 ###############################################################################
 # identity: a tenant's budget of bureau calls; an answer on record is free
