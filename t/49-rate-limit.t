@@ -182,7 +182,11 @@ my $ahead = $t->redis('GET', "platform:rl:{address:$baddr}:60000000:4")
             - ($sec * 1000000 + $usec);
 ok($ahead > 295_000_000 && $ahead <= 300_000_000,
    "together: the arrival time is 5 intervals ahead ($ahead us)");
-is($commands->() - $before, 1, 'together: one script call');
+# one pass of the event loop reads them all, on a quiet machine; on a
+# loaded one the worker may find the last connections readable only in
+# its next pass: at most two calls, never one per request
+cmp_ok($commands->() - $before, '<=', 2,
+       'together: one script call per pass, not one per request');
 
 ###############################################################################
 # one budget for the fleet: a second nginx on the same Redis
