@@ -22,8 +22,6 @@ static ngx_int_t ngx_platform_sql_send(ngx_http_request_t *r,
 static ngx_int_t ngx_platform_counted(ngx_http_request_t *r, ngx_int_t rc);
 static ngx_str_t *ngx_platform_scope(ngx_http_request_t *r);
 static ngx_str_t *ngx_platform_owner(ngx_http_request_t *r);
-static ngx_int_t ngx_platform_address_owner(ngx_http_request_t *r,
-    ngx_str_t *owner);
 static void ngx_platform_sql_done(void *data, ngx_platform_pg_op_t *op,
     PGresult *res, ngx_int_t rc);
 static ngx_int_t ngx_platform_sql_answer(ngx_http_request_t *r,
@@ -554,45 +552,12 @@ ngx_platform_owner(ngx_http_request_t *r)
     }
 
     if (ctx->owner.len == 0
-        && ngx_platform_address_owner(r, &ctx->owner) != NGX_OK)
+        && ngx_platform_client_address(r, &ctx->owner) != NGX_OK)
     {
         return &r->connection->addr_text;
     }
 
     return &ctx->owner;
-}
-
-
-static ngx_int_t
-ngx_platform_address_owner(ngx_http_request_t *r, ngx_str_t *owner)
-{
-#if (NGX_HAVE_INET6)
-    u_char               *p;
-    struct in6_addr       addr;
-    struct sockaddr_in6  *sin6;
-
-    if (r->connection->sockaddr->sa_family == AF_INET6) {
-        sin6 = (struct sockaddr_in6 *) r->connection->sockaddr;
-
-        addr = sin6->sin6_addr;
-        ngx_memzero(&addr.s6_addr[8], 8);
-
-        p = ngx_pnalloc(r->pool, NGX_INET6_ADDRSTRLEN + sizeof("/64") - 1);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        owner->data = p;
-        owner->len = ngx_inet6_ntop(addr.s6_addr, p, NGX_INET6_ADDRSTRLEN);
-        owner->len += ngx_sprintf(p + owner->len, "/64") - (p + owner->len);
-
-        return NGX_OK;
-    }
-#endif
-
-    *owner = r->connection->addr_text;
-
-    return NGX_OK;
 }
 
 
