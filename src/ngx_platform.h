@@ -56,6 +56,12 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 #define NGX_PLATFORM_BACKEND_REDIS   0x02
 
 
+/* how Redis is deployed: pmcf->redis_deployment */
+#define NGX_PLATFORM_REDIS_SINGLE    0
+#define NGX_PLATFORM_REDIS_SENTINEL  1
+#define NGX_PLATFORM_REDIS_CLUSTER   2
+
+
 /* outcome of a backend operation, beside NGX_OK and NGX_ERROR */
 #define NGX_PLATFORM_UNAVAILABLE     -100   /* down, pool full: 503 */
 #define NGX_PLATFORM_TIMEOUT         -101   /* backend too slow: 503 */
@@ -187,6 +193,12 @@ typedef struct {
     ngx_int_t                  redis_db;
     ngx_msec_t                 redis_connect_timeout;
     ngx_msec_t                 redis_timeout;
+
+    /*
+     * NGX_PLATFORM_REDIS_SINGLE (platform_redis), _SENTINEL
+     * (platform_redis_sentinel) or _CLUSTER (platform_redis_cluster)
+     */
+    ngx_uint_t                 redis_deployment;
 
     /* NGX_PLATFORM_BACKEND_* of the families configured */
     ngx_uint_t                 backends;

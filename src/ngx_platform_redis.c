@@ -1,8 +1,10 @@
 
 /*
- * ngx_platform: Redis on the nginx event loop. One multiplexed hiredis
- * async connection per worker, reconnected with backoff; command
- * deadlines are kept here because hiredis 0.14 has none.
+ * ngx_platform: Redis on the nginx event loop. The commands: formatted,
+ * sent to the node of the deployment that serves them (one multiplexed
+ * connection per server and worker, ngx_platform_redis_node.c), given a
+ * deadline (hiredis 0.14 has none), retried with EVAL on NOSCRIPT, and
+ * answered to their caller exactly once.
  */
 
 
@@ -13,11 +15,7 @@
 #include <ngx_sha1.h>
 
 #include "ngx_platform_redis.h"
-
-
-#define NGX_PLATFORM_REDIS_PORT         6379
-#define NGX_PLATFORM_REDIS_BACKOFF_MIN  500
-#define NGX_PLATFORM_REDIS_BACKOFF_MAX  10000
+#include "ngx_platform_redis_node.h"
 
 
 typedef struct {
@@ -25,14 +23,15 @@ typedef struct {
     ngx_log_t                      *log;       /* the caller's */
     ngx_platform_redis_handler_pt   handler;
     ngx_pool_cleanup_t             *cleanup;
-    redisAsyncContext              *ac;
-    ngx_platform_redis_t           *rd;
-    ngx_queue_t                     queue;     /* in rd->cmds if attached */
+    redisAsyncContext              *ac;        /* the one it was sent on */
+    ngx_platform_redis_node_t      *node;
+    ngx_queue_t                     queue;     /* in node->cmds if attached */
     ngx_msec_t                      sent;
 
     /*
-     * EVALSHA: the command as sent, for the EVAL retry; tail is where
-     * the arguments after the sha1 start
+     * The command as sent, for the EVAL retry of a script and for a
+     * redirection; tail is where a script's arguments after the sha1
+     * start
      */
     ngx_platform_redis_script_t    *script;
     u_char                         *buf;
@@ -44,80 +43,17 @@ typedef struct {
 } ngx_platform_redis_cmd_t;
 
 
+/* the worker's Redis deployment */
+
 struct ngx_platform_redis_s {
     ngx_platform_main_conf_t       *pmcf;
-    redisAsyncContext              *ac;
     ngx_log_t                      *log;
 
-    /*
-     * The data of every timer here and of the commands' timers: nginx's
-     * debug log reads an event's data as a connection (its fd). The owner
-     * is found through it (rd) or around the event (a command).
-     */
-    ngx_connection_t                dummy;
-
-    ngx_str_t                       name;      /* to resolve, or empty */
-    ngx_resolver_t                 *resolver;
-    ngx_msec_t                      resolver_timeout;
-    ngx_resolver_ctx_t             *resolving;
-    ngx_uint_t                      next_addr;
-
-    char                            host[NGX_SOCKADDR_STRLEN + 1];
-    int                             port;
-    char                           *path;
-
-    ngx_event_t                     connect_timer;
-    ngx_event_t                     reconnect_timer;
-
-    /*
-     * The commands waiting for their reply, oldest first, and one timer
-     * for the oldest's deadline rather than one per command: they are
-     * sent and answered in order on the one connection.
-     */
-    ngx_queue_t                     cmds;
-    ngx_event_t                     cmd_timer;
-
-    /* the commands of one pass of the event loop, written together */
-    ngx_event_t                     flush;
-    ngx_msec_t                      backoff;
-    ngx_msec_t                      last_reply;
-    ngx_uint_t                      setup_pending;
-
-    unsigned                        ready:1;
-    unsigned                        exiting:1;
-    unsigned                        flushing:1;
+    /* a single server: platform_redis */
+    ngx_platform_redis_node_t      *node;
 };
 
 
-static ngx_int_t ngx_platform_redis_parse_url(ngx_pool_t *pool,
-    ngx_str_t *addr, ngx_url_t *u, ngx_uint_t *literal);
-static ngx_uint_t ngx_platform_redis_is_unix(ngx_str_t *addr);
-static ngx_int_t ngx_platform_redis_parse_addr(ngx_cycle_t *cycle,
-    ngx_platform_redis_t *rd);
-static void ngx_platform_redis_connect(ngx_platform_redis_t *rd);
-static void ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx);
-static void ngx_platform_redis_open(ngx_platform_redis_t *rd);
-static void ngx_platform_redis_schedule(ngx_platform_redis_t *rd);
-static void ngx_platform_redis_reconnect_handler(ngx_event_t *ev);
-static void ngx_platform_redis_connect_timeout(ngx_event_t *ev);
-static void ngx_platform_redis_on_connect(const redisAsyncContext *ac,
-    int status);
-static void ngx_platform_redis_setup_reply(redisAsyncContext *ac,
-    void *data, void *privdata);
-static void ngx_platform_redis_set_ready(ngx_platform_redis_t *rd);
-static void ngx_platform_redis_gone(ngx_platform_redis_t *rd,
-    redisAsyncContext *ac);
-
-static ngx_int_t ngx_platform_redis_attach(redisAsyncContext *ac,
-    ngx_log_t *log);
-static void ngx_platform_redis_add_read(void *data);
-static void ngx_platform_redis_del_read(void *data);
-static void ngx_platform_redis_add_write(void *data);
-static void ngx_platform_redis_del_write(void *data);
-static void ngx_platform_redis_cleanup(void *data);
-static void ngx_platform_redis_read_handler(ngx_event_t *ev);
-static void ngx_platform_redis_write_handler(ngx_event_t *ev);
-static void ngx_platform_redis_flush_handler(ngx_event_t *ev);
 static size_t ngx_platform_redis_format_len(int argc,
     const size_t *argvlen);
 static u_char *ngx_platform_redis_format(u_char *p, int argc,
@@ -125,16 +61,17 @@ static u_char *ngx_platform_redis_format(u_char *p, int argc,
 static u_char *ngx_platform_redis_format_args(u_char *p, int argc,
     const char **argv, const size_t *argvlen);
 
-static ngx_uint_t ngx_platform_redis_usable(ngx_platform_redis_t *rd);
+static ngx_platform_redis_node_t *ngx_platform_redis_route(
+    ngx_platform_redis_t *rd, ngx_platform_redis_cmd_t *cmd);
 static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool,
-    ngx_platform_redis_cmd_t *cmd, u_char *buf, size_t len);
+    ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
     void *privdata);
 static ngx_int_t ngx_platform_redis_eval_source(redisAsyncContext *ac,
     ngx_platform_redis_cmd_t *cmd);
 static ngx_uint_t ngx_platform_redis_readonly(redisReply *reply);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
-static void ngx_platform_redis_expire(ngx_platform_redis_t *rd,
+static void ngx_platform_redis_expire(ngx_platform_redis_node_t *node,
     ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_cmd_cleanup(void *data);
 static void ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd);
@@ -142,7 +79,7 @@ static void ngx_platform_redis_script_sha1(
     ngx_platform_redis_script_t *script);
 
 
-/* the worker's connection state; set in init_process */
+/* the worker's deployment; set in init_process */
 static ngx_platform_redis_t  *ngx_platform_redis;
 
 
@@ -159,46 +96,19 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
 
     rd->pmcf = pmcf;
     rd->log = cycle->log;
-    rd->backoff = NGX_PLATFORM_REDIS_BACKOFF_MIN;
 
-    if (ngx_platform_redis_parse_addr(cycle, rd) != NGX_OK) {
+    rd->node = ngx_platform_redis_node_create(cycle, cycle->pool, pmcf,
+                                              &pmcf->redis_addr);
+    if (rd->node == NULL) {
         return NGX_ERROR;
     }
 
-    /* cancelable: these timers must not hold up a graceful shutdown */
-
-    rd->dummy.fd = (ngx_socket_t) -1;
-    rd->dummy.data = rd;
-    rd->dummy.log = cycle->log;
-
-    rd->connect_timer.handler = ngx_platform_redis_connect_timeout;
-    rd->connect_timer.data = &rd->dummy;
-    rd->connect_timer.log = cycle->log;
-    rd->connect_timer.cancelable = 1;
-
-    rd->reconnect_timer.handler = ngx_platform_redis_reconnect_handler;
-    rd->reconnect_timer.data = &rd->dummy;
-    rd->reconnect_timer.log = cycle->log;
-    rd->reconnect_timer.cancelable = 1;
-
-    /*
-     * Not cancelable: like an upstream read timeout, it keeps a worker
-     * that shuts down gracefully alive until its callers are answered.
-     */
-    ngx_queue_init(&rd->cmds);
-
-    rd->cmd_timer.handler = ngx_platform_redis_cmd_timeout;
-    rd->cmd_timer.data = &rd->dummy;
-    rd->cmd_timer.log = cycle->log;
-
-    rd->flush.handler = ngx_platform_redis_flush_handler;
-    rd->flush.data = &rd->dummy;
-    rd->flush.log = cycle->log;
+    rd->node->cmd_timer.handler = ngx_platform_redis_cmd_timeout;
 
     pmcf->redis = rd;
     ngx_platform_redis = rd;
 
-    ngx_platform_redis_connect(rd);
+    ngx_platform_redis_node_connect(rd->node);
 
     return NGX_OK;
 }
@@ -208,7 +118,6 @@ void
 ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
 {
-    redisAsyncContext     *ac;
     ngx_platform_redis_t  *rd;
 
     rd = pmcf->redis;
@@ -216,37 +125,8 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         return;
     }
 
-    rd->exiting = 1;
-    rd->ready = 0;
-
-    if (rd->connect_timer.timer_set) {
-        ngx_del_timer(&rd->connect_timer);
-    }
-
-    if (rd->reconnect_timer.timer_set) {
-        ngx_del_timer(&rd->reconnect_timer);
-    }
-
-    if (rd->flush.posted) {
-        ngx_delete_posted_event(&rd->flush);
-    }
-
-    if (rd->resolving) {
-        ngx_resolve_name_done(rd->resolving);
-        rd->resolving = NULL;
-    }
-
-    ac = rd->ac;
-    rd->ac = NULL;
-
-    if (ac) {
-        /* pending commands are called back with NULL and only freed */
-        redisAsyncFree(ac);
-    }
-
-    /* none is left: each was called back and detached */
-    if (rd->cmd_timer.timer_set) {
-        ngx_del_timer(&rd->cmd_timer);
+    if (rd->node) {
+        ngx_platform_redis_node_close(rd->node);
     }
 
     ngx_platform_redis = NULL;
@@ -257,59 +137,11 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
 ngx_uint_t
 ngx_platform_redis_connected(void)
 {
-    return ngx_platform_redis_usable(ngx_platform_redis);
-}
+    ngx_platform_redis_t  *rd;
 
+    rd = ngx_platform_redis;
 
-/*
- * unix:/path, or host[:port] where host is an IP address or a name to be
- * resolved by nginx's resolver on each connect
- */
-
-static ngx_int_t
-ngx_platform_redis_parse_url(ngx_pool_t *pool, ngx_str_t *addr,
-    ngx_url_t *u, ngx_uint_t *literal)
-{
-    u_char     buf[16];
-    ngx_str_t  host;
-
-    ngx_memzero(u, sizeof(ngx_url_t));
-
-    u->url = *addr;
-    u->default_port = NGX_PLATFORM_REDIS_PORT;
-    u->no_resolve = 1;
-
-    if (ngx_parse_url(pool, u) != NGX_OK || u->host.len == 0) {
-        return NGX_ERROR;
-    }
-
-    host = u->host;
-
-    if (host.len > 2 && host.data[0] == '[') {
-        host.data++;
-        host.len -= 2;
-        u->host = host;
-    }
-
-    *literal = (ngx_inet_addr(host.data, host.len) != INADDR_NONE);
-
-#if (NGX_HAVE_INET6)
-    if (!*literal) {
-        *literal = (ngx_inet6_addr(host.data, host.len, buf) == NGX_OK);
-    }
-#else
-    (void) buf;
-#endif
-
-    return NGX_OK;
-}
-
-
-static ngx_uint_t
-ngx_platform_redis_is_unix(ngx_str_t *addr)
-{
-    return addr->len > 5
-           && ngx_strncasecmp(addr->data, (u_char *) "unix:", 5) == 0;
+    return rd != NULL && ngx_platform_redis_node_usable(rd->node);
 }
 
 
@@ -354,663 +186,6 @@ ngx_platform_redis_check_conf(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 }
 
 
-static ngx_int_t
-ngx_platform_redis_parse_addr(ngx_cycle_t *cycle, ngx_platform_redis_t *rd)
-{
-    u_char                    *p;
-    ngx_str_t                 *addr;
-    ngx_url_t                  u;
-    ngx_uint_t                 literal;
-    ngx_http_conf_ctx_t       *ctx;
-    ngx_http_core_loc_conf_t  *clcf;
-
-    addr = &rd->pmcf->redis_addr;
-
-    if (ngx_platform_redis_is_unix(addr)) {
-        rd->path = ngx_pnalloc(cycle->pool, addr->len - 5 + 1);
-        if (rd->path == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_cpystrn((u_char *) rd->path, addr->data + 5, addr->len - 5 + 1);
-
-        return NGX_OK;
-    }
-
-    if (ngx_platform_redis_parse_url(cycle->pool, addr, &u, &literal)
-        != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
-                      "%s in platform_redis \"%V\"",
-                      u.err ? u.err : "no host", addr);
-        return NGX_ERROR;
-    }
-
-    rd->port = u.no_port ? NGX_PLATFORM_REDIS_PORT : u.port;
-
-    if (literal) {
-        /* hiredis is only ever given a numeric address */
-        p = ngx_cpymem(rd->host, u.host.data,
-                       ngx_min(u.host.len, NGX_SOCKADDR_STRLEN));
-        *p = '\0';
-
-        return NGX_OK;
-    }
-
-    /*
-     * A name: resolved on every (re)connect by the http block's resolver,
-     * never by getaddrinfo(), which would block the worker.
-     */
-
-    rd->name.data = ngx_pstrdup(cycle->pool, &u.host);
-    if (rd->name.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    rd->name.len = u.host.len;
-
-    ctx = (ngx_http_conf_ctx_t *) cycle->conf_ctx[ngx_http_module.index];
-    clcf = ctx->loc_conf[ngx_http_core_module.ctx_index];
-
-    rd->resolver = clcf->resolver;
-    rd->resolver_timeout = (clcf->resolver_timeout == NGX_CONF_UNSET_MSEC)
-                           ? 30000 : clcf->resolver_timeout;
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_platform_redis_connect(ngx_platform_redis_t *rd)
-{
-    ngx_resolver_ctx_t  *ctx, temp;
-
-    if (rd->name.len == 0) {
-        ngx_platform_redis_open(rd);
-        return;
-    }
-
-    if (rd->resolving) {
-        return;
-    }
-
-    ngx_memzero(&temp, sizeof(ngx_resolver_ctx_t));
-    temp.name = rd->name;
-
-    ctx = (rd->resolver != NULL) ? ngx_resolve_start(rd->resolver, &temp)
-                                 : NGX_NO_RESOLVER;
-
-    if (ctx == NULL) {
-        ngx_platform_redis_schedule(rd);
-        return;
-    }
-
-    if (ctx == NGX_NO_RESOLVER) {
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                      "redis: no resolver defined to resolve \"%V\"",
-                      &rd->name);
-        ngx_platform_redis_schedule(rd);
-        return;
-    }
-
-    ctx->name = rd->name;
-    ctx->handler = ngx_platform_redis_resolved;
-    ctx->data = rd;
-    ctx->timeout = rd->resolver_timeout;
-
-    /* a slow resolution must not hold up a graceful shutdown */
-    ctx->cancelable = 1;
-
-    rd->resolving = ctx;
-
-    /* the handler may run before this returns, from the cache */
-
-    if (ngx_resolve_name(ctx) != NGX_OK) {
-        /* ctx is freed */
-        rd->resolving = NULL;
-        ngx_platform_redis_schedule(rd);
-    }
-}
-
-
-static void
-ngx_platform_redis_resolved(ngx_resolver_ctx_t *ctx)
-{
-    size_t                 len;
-    ngx_uint_t             i;
-    ngx_platform_redis_t  *rd;
-
-    rd = ctx->data;
-    rd->resolving = NULL;
-
-    if (ctx->state || ctx->naddrs == 0) {
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                      "redis: \"%V\" could not be resolved (%i: %s)",
-                      &ctx->name, ctx->state,
-                      ctx->state ? ngx_resolver_strerror(ctx->state)
-                                 : "no address");
-
-        ngx_resolve_name_done(ctx);
-        ngx_platform_redis_schedule(rd);
-        return;
-    }
-
-    /* each attempt takes the next address: one that is down is not stuck */
-
-    i = rd->next_addr++ % ctx->naddrs;
-
-    len = ngx_sock_ntop(ctx->addrs[i].sockaddr, ctx->addrs[i].socklen,
-                        (u_char *) rd->host, NGX_SOCKADDR_STRLEN, 0);
-    rd->host[len] = '\0';
-
-    ngx_log_debug2(NGX_LOG_DEBUG_EVENT, rd->log, 0,
-                   "redis: \"%V\" resolved to %s", &ctx->name, rd->host);
-
-    ngx_resolve_name_done(ctx);
-
-    if (rd->exiting) {
-        return;
-    }
-
-    ngx_platform_redis_open(rd);
-}
-
-
-static void
-ngx_platform_redis_open(ngx_platform_redis_t *rd)
-{
-    u_char                     db[NGX_INT_T_LEN];
-    size_t                     argvlen[2];
-    const char                *argv[2];
-    redisAsyncContext         *ac;
-    ngx_platform_main_conf_t  *pmcf;
-
-    pmcf = rd->pmcf;
-
-    if (rd->path) {
-        ac = redisAsyncConnectUnix(rd->path);
-
-    } else {
-        ac = redisAsyncConnect(rd->host, rd->port);
-    }
-
-    if (ac == NULL) {
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                      "redis: could not allocate a connection");
-        ngx_platform_redis_schedule(rd);
-        return;
-    }
-
-    if (ac->err) {
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                      "redis: connect to \"%V\" failed: %s",
-                      &pmcf->redis_addr, ac->c.errstr);
-        redisAsyncFree(ac);
-        ngx_platform_redis_schedule(rd);
-        return;
-    }
-
-    if (ngx_platform_redis_attach(ac, rd->log) != NGX_OK) {
-        redisAsyncFree(ac);
-        ngx_platform_redis_schedule(rd);
-        return;
-    }
-
-    ac->data = rd;
-    rd->ac = ac;
-    rd->ready = 0;
-    rd->setup_pending = 0;
-
-    if (!rd->path) {
-        (void) redisEnableKeepAlive(&ac->c);
-    }
-
-    /* also registers the write event that reports the connect */
-    redisAsyncSetConnectCallback(ac, ngx_platform_redis_on_connect);
-
-    /* queued now, written once connected; replies come first, in order */
-
-    if (pmcf->redis_password.len) {
-        argv[0] = "AUTH";
-        argvlen[0] = 4;
-        argv[1] = (const char *) pmcf->redis_password.data;
-        argvlen[1] = pmcf->redis_password.len;
-
-        if (redisAsyncCommandArgv(ac, ngx_platform_redis_setup_reply,
-                                  "AUTH", 2, argv, argvlen)
-            == REDIS_OK)
-        {
-            rd->setup_pending++;
-        }
-    }
-
-    if (pmcf->redis_db > 0) {
-        argv[0] = "SELECT";
-        argvlen[0] = 6;
-        argv[1] = (const char *) db;
-        argvlen[1] = ngx_sprintf(db, "%i", pmcf->redis_db) - db;
-
-        if (redisAsyncCommandArgv(ac, ngx_platform_redis_setup_reply,
-                                  "SELECT", 2, argv, argvlen)
-            == REDIS_OK)
-        {
-            rd->setup_pending++;
-        }
-    }
-
-    /* a server that accepts but does not answer is not ready */
-
-    argv[0] = "PING";
-    argvlen[0] = 4;
-
-    if (redisAsyncCommandArgv(ac, ngx_platform_redis_setup_reply,
-                              "PING", 1, argv, argvlen)
-        == REDIS_OK)
-    {
-        rd->setup_pending++;
-    }
-
-    ngx_add_timer(&rd->connect_timer, pmcf->redis_connect_timeout);
-}
-
-
-static void
-ngx_platform_redis_schedule(ngx_platform_redis_t *rd)
-{
-    ngx_msec_t  delay;
-
-    if (rd->exiting || rd->reconnect_timer.timer_set) {
-        return;
-    }
-
-    /* 75% to 100% of the backoff, so that workers spread out */
-
-    delay = rd->backoff
-            - (ngx_msec_t) ngx_random() % (rd->backoff / 4 + 1);
-
-    rd->backoff = ngx_min(rd->backoff * 2, NGX_PLATFORM_REDIS_BACKOFF_MAX);
-
-    ngx_log_debug1(NGX_LOG_DEBUG_EVENT, rd->log, 0,
-                   "redis: reconnect in %M ms", delay);
-
-    ngx_add_timer(&rd->reconnect_timer, delay);
-}
-
-
-static void
-ngx_platform_redis_reconnect_handler(ngx_event_t *ev)
-{
-    ngx_connection_t      *c;
-    ngx_platform_redis_t  *rd;
-
-    c = ev->data;
-    rd = c->data;
-
-    if (rd->exiting || ngx_exiting || ngx_terminate || ngx_quit) {
-        return;
-    }
-
-    if (rd->ac == NULL && rd->resolving == NULL) {
-        ngx_platform_redis_connect(rd);
-    }
-}
-
-
-static void
-ngx_platform_redis_connect_timeout(ngx_event_t *ev)
-{
-    ngx_connection_t      *c;
-    ngx_platform_redis_t  *rd;
-
-    c = ev->data;
-    rd = c->data;
-
-    if (rd->ac == NULL || rd->ready) {
-        return;
-    }
-
-    ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                  "redis: connect to \"%V\" timed out",
-                  &rd->pmcf->redis_addr);
-
-    /* not inside a hiredis callback: frees now, cleanup reschedules */
-    redisAsyncFree(rd->ac);
-}
-
-
-static void
-ngx_platform_redis_on_connect(const redisAsyncContext *ac, int status)
-{
-    ngx_platform_redis_t  *rd;
-
-    rd = ac->data;
-
-    if (status != REDIS_OK) {
-        /* hiredis frees the context after this returns */
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                      "redis: connect to \"%V\" failed: %s",
-                      &rd->pmcf->redis_addr, ac->c.errstr);
-        return;
-    }
-
-    if (rd->ac == ac && rd->setup_pending == 0) {
-        ngx_platform_redis_set_ready(rd);
-    }
-}
-
-
-static void
-ngx_platform_redis_setup_reply(redisAsyncContext *ac, void *data,
-    void *privdata)
-{
-    redisReply  *reply = data;
-
-    ngx_platform_redis_t  *rd;
-
-    rd = ac->data;
-
-    if (reply == NULL || rd->ac != ac) {
-        return;
-    }
-
-    if (reply->type == REDIS_REPLY_ERROR) {
-        /* the error text is the server's: it never holds the password */
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0, "redis: %s failed: %*s",
-                      (char *) privdata, reply->len, reply->str);
-
-        /* inside a reply callback: hiredis frees once this returns */
-        redisAsyncFree(ac);
-        return;
-    }
-
-    if (rd->setup_pending > 0 && --rd->setup_pending == 0) {
-        ngx_platform_redis_set_ready(rd);
-    }
-}
-
-
-static void
-ngx_platform_redis_set_ready(ngx_platform_redis_t *rd)
-{
-    if (rd->connect_timer.timer_set) {
-        ngx_del_timer(&rd->connect_timer);
-    }
-
-    rd->ready = 1;
-    rd->backoff = NGX_PLATFORM_REDIS_BACKOFF_MIN;
-
-    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_CONNECTS);
-    rd->last_reply = ngx_current_msec;
-
-    if (rd->name.len) {
-        ngx_log_error(NGX_LOG_INFO, rd->log, 0,
-                      "redis: connected to \"%V\" at %s",
-                      &rd->pmcf->redis_addr, rd->host);
-        return;
-    }
-
-    ngx_log_error(NGX_LOG_INFO, rd->log, 0,
-                  "redis: connected to \"%V\"", &rd->pmcf->redis_addr);
-}
-
-
-/* the context is being freed, for whatever reason: start over */
-
-static void
-ngx_platform_redis_gone(ngx_platform_redis_t *rd, redisAsyncContext *ac)
-{
-    if (rd == NULL || rd->ac != ac) {
-        return;
-    }
-
-    if (rd->ready) {
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
-                      "redis: connection to \"%V\" lost: %s",
-                      &rd->pmcf->redis_addr,
-                      ac->c.err ? ac->c.errstr : "closed");
-    }
-
-    rd->ac = NULL;
-    rd->ready = 0;
-    rd->setup_pending = 0;
-
-    if (rd->connect_timer.timer_set) {
-        ngx_del_timer(&rd->connect_timer);
-    }
-
-    ngx_platform_redis_schedule(rd);
-}
-
-
-/* event adapter: hiredis's hooks on an nginx connection */
-
-static ngx_int_t
-ngx_platform_redis_attach(redisAsyncContext *ac, ngx_log_t *log)
-{
-    ngx_connection_t  *c;
-
-    c = ngx_get_connection(ac->c.fd, log);
-    if (c == NULL) {
-        return NGX_ERROR;
-    }
-
-    /* hiredis owns the fd: ngx_close_connection() must not close it */
-    c->shared = 1;
-    c->data = ac;
-
-    c->read->log = log;
-    c->write->log = log;
-    c->read->handler = ngx_platform_redis_read_handler;
-    c->write->handler = ngx_platform_redis_write_handler;
-
-    ac->ev.data = c;
-    ac->ev.addRead = ngx_platform_redis_add_read;
-    ac->ev.delRead = ngx_platform_redis_del_read;
-    ac->ev.addWrite = ngx_platform_redis_add_write;
-    ac->ev.delWrite = ngx_platform_redis_del_write;
-    ac->ev.cleanup = ngx_platform_redis_cleanup;
-
-    return NGX_OK;
-}
-
-
-/*
- * Level-triggered registration (NGX_LEVEL_EVENT, no EPOLLET): hiredis
- * reads at most 16 KiB per call, so an edge-triggered read event would
- * strand the rest of a large reply in the socket.
- */
-
-static void
-ngx_platform_redis_add_read(void *data)
-{
-    ngx_connection_t  *c = data;
-
-    if (c == NULL || c->read->active) {
-        return;
-    }
-
-    if (ngx_add_event(c->read, NGX_READ_EVENT, NGX_LEVEL_EVENT) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
-                      "redis: could not add the read event");
-    }
-}
-
-
-static void
-ngx_platform_redis_del_read(void *data)
-{
-    ngx_connection_t  *c = data;
-
-    if (c == NULL || !c->read->active) {
-        return;
-    }
-
-    if (ngx_del_event(c->read, NGX_READ_EVENT, 0) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
-                      "redis: could not delete the read event");
-    }
-}
-
-
-/*
- * Once connected, a command does not register for write readiness: the
- * commands queued during one pass of the event loop are written together
- * at its end, from a posted event, in one write. Only a write that left
- * some behind (or the connect) waits for the socket.
- */
-
-static void
-ngx_platform_redis_add_write(void *data)
-{
-    ngx_connection_t  *c = data;
-
-    redisAsyncContext     *ac;
-    ngx_platform_redis_t  *rd;
-
-    if (c == NULL || c->write->active) {
-        return;
-    }
-
-    ac = c->data;
-    rd = ac->data;
-
-    if (rd != NULL && rd->ac == ac && !rd->flushing
-        && (ac->c.flags & REDIS_CONNECTED))
-    {
-        if (!rd->flush.posted) {
-            ngx_post_event(&rd->flush, &ngx_posted_events);
-        }
-
-        return;
-    }
-
-    if (ngx_add_event(c->write, NGX_WRITE_EVENT, NGX_LEVEL_EVENT) != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
-                      "redis: could not add the write event");
-    }
-}
-
-
-static void
-ngx_platform_redis_del_write(void *data)
-{
-    ngx_connection_t  *c = data;
-
-    if (c == NULL || !c->write->active) {
-        return;
-    }
-
-    if (ngx_del_event(c->write, NGX_WRITE_EVENT, 0) != NGX_OK) {
-        ngx_log_error(NGX_LOG_ALERT, c->log, 0,
-                      "redis: could not delete the write event");
-    }
-}
-
-
-/*
- * Called from __redisAsyncFree() on every teardown path, before hiredis
- * closes the fd (redisFree). The fd is still open here, so it is really
- * removed from the event module (flags 0, not NGX_CLOSE_EVENT: nothing
- * stale may stay registered whoever closes it); ngx_close_connection()
- * with c->shared then drops timers and posted events and releases the
- * connection without closing the fd.
- */
-
-static void
-ngx_platform_redis_cleanup(void *data)
-{
-    ngx_connection_t  *c = data;
-
-    redisAsyncContext     *ac;
-    ngx_platform_redis_t  *rd;
-
-    if (c == NULL) {
-        return;
-    }
-
-    ac = c->data;
-
-    /* some hiredis versions call cleanup twice */
-    ac->ev.data = NULL;
-
-    if (ngx_del_conn) {
-        if (c->read->active || c->write->active) {
-            (void) ngx_del_conn(c, 0);
-        }
-
-    } else {
-        if (c->read->active) {
-            (void) ngx_del_event(c->read, NGX_READ_EVENT, 0);
-        }
-
-        if (c->write->active) {
-            (void) ngx_del_event(c->write, NGX_WRITE_EVENT, 0);
-        }
-    }
-
-    /* whatever ngx_del_conn() did, nothing may fire on a freed c */
-    c->read->active = 0;
-    c->write->active = 0;
-
-    rd = ac->data;
-
-    if (rd != NULL && rd->ac == ac && rd->flush.posted) {
-        ngx_delete_posted_event(&rd->flush);
-    }
-
-    ngx_close_connection(c);
-
-    ngx_platform_redis_gone(ac->data, ac);
-}
-
-
-static void
-ngx_platform_redis_read_handler(ngx_event_t *ev)
-{
-    ngx_connection_t  *c;
-
-    c = ev->data;
-
-    /* may free the context and c */
-    redisAsyncHandleRead(c->data);
-}
-
-
-static void
-ngx_platform_redis_write_handler(ngx_event_t *ev)
-{
-    ngx_connection_t  *c;
-
-    c = ev->data;
-
-    redisAsyncHandleWrite(c->data);
-}
-
-
-static void
-ngx_platform_redis_flush_handler(ngx_event_t *ev)
-{
-    ngx_connection_t      *c;
-    ngx_platform_redis_t  *rd;
-
-    c = ev->data;
-    rd = c->data;
-
-    if (rd->ac == NULL) {
-        return;
-    }
-
-    /* a write that leaves some behind registers for the socket */
-    rd->flushing = 1;
-
-    /* may free the context */
-    redisAsyncHandleWrite(rd->ac);
-
-    rd->flushing = 0;
-}
-
-
 /* commands */
 
 ngx_int_t
@@ -1018,11 +193,10 @@ ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
     ngx_platform_redis_handler_pt handler, void *data, int argc,
     const char **argv, const size_t *argvlen)
 {
-    u_char                    *p;
     size_t                     len;
     ngx_platform_redis_cmd_t  *cmd;
 
-    if (!ngx_platform_redis_usable(ngx_platform_redis)) {
+    if (ngx_platform_redis == NULL) {
         ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
         return NGX_PLATFORM_UNAVAILABLE;
     }
@@ -1041,11 +215,12 @@ ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
     cmd->data = data;
     cmd->log = log;
 
-    p = (u_char *) (cmd + 1);
-    len = ngx_platform_redis_format(p, argc, argv, argvlen) - p;
+    cmd->buf = (u_char *) (cmd + 1);
+    cmd->len = ngx_platform_redis_format(cmd->buf, argc, argv, argvlen)
+               - cmd->buf;
+    cmd->argc = argc;
 
-    /* hiredis copies the command into its buffer at once */
-    return ngx_platform_redis_submit(pool, cmd, p, len);
+    return ngx_platform_redis_submit(pool, cmd);
 }
 
 
@@ -1060,7 +235,7 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     u_char                     nk[NGX_INT_T_LEN];
     ngx_platform_redis_cmd_t  *cmd;
 
-    if (!ngx_platform_redis_usable(ngx_platform_redis)) {
+    if (ngx_platform_redis == NULL) {
         ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
         return NGX_PLATFORM_UNAVAILABLE;
     }
@@ -1105,7 +280,7 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
 
     cmd->len = p - cmd->buf;
 
-    return ngx_platform_redis_submit(pool, cmd, cmd->buf, cmd->len);
+    return ngx_platform_redis_submit(pool, cmd);
 }
 
 
@@ -1172,27 +347,31 @@ ngx_platform_redis_format_args(u_char *p, int argc, const char **argv,
 }
 
 
-static ngx_uint_t
-ngx_platform_redis_usable(ngx_platform_redis_t *rd)
+/* the node that serves cmd now, or NULL */
+
+static ngx_platform_redis_node_t *
+ngx_platform_redis_route(ngx_platform_redis_t *rd,
+    ngx_platform_redis_cmd_t *cmd)
 {
-    return rd != NULL
-           && rd->ac != NULL
-           && rd->ready
-           && !rd->exiting
-           && !(rd->ac->c.flags & (REDIS_DISCONNECTING|REDIS_FREEING));
+    return ngx_platform_redis_node_usable(rd->node) ? rd->node : NULL;
 }
 
 
 /* sends cmd, or frees it; owns cmd from here on */
 
 static ngx_int_t
-ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
-    u_char *buf, size_t len)
+ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd)
 {
-    ngx_pool_cleanup_t    *cln;
-    ngx_platform_redis_t  *rd;
+    ngx_pool_cleanup_t         *cln;
+    ngx_platform_redis_node_t  *node;
 
-    rd = ngx_platform_redis;
+    node = ngx_platform_redis_route(ngx_platform_redis, cmd);
+
+    if (node == NULL) {
+        ngx_free(cmd);
+        ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
 
     /* before the send: a failure after it could not take cmd back */
     cln = ngx_pool_cleanup_add(pool, 0);
@@ -1201,8 +380,10 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
         return NGX_ERROR;
     }
 
-    if (redisAsyncFormattedCommand(rd->ac, ngx_platform_redis_reply, cmd,
-                                   (const char *) buf, len)
+    /* hiredis copies the command into its buffer at once */
+
+    if (redisAsyncFormattedCommand(node->ac, ngx_platform_redis_reply, cmd,
+                                   (const char *) cmd->buf, cmd->len)
         != REDIS_OK)
     {
         ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
@@ -1215,17 +396,17 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd,
 
     cmd->attached = 1;
     cmd->cleanup = cln;
-    cmd->ac = rd->ac;
-    cmd->rd = rd;
+    cmd->ac = node->ac;
+    cmd->node = node;
     cmd->sent = ngx_current_msec;
 
     cln->handler = ngx_platform_redis_cmd_cleanup;
     cln->data = cmd;
 
-    ngx_queue_insert_tail(&rd->cmds, &cmd->queue);
+    ngx_queue_insert_tail(&node->cmds, &cmd->queue);
 
-    if (!rd->cmd_timer.timer_set) {
-        ngx_add_timer(&rd->cmd_timer, rd->pmcf->redis_timeout);
+    if (!node->cmd_timer.timer_set) {
+        ngx_add_timer(&node->cmd_timer, node->pmcf->redis_timeout);
     }
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
@@ -1243,35 +424,33 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     void                           *caller;
     ngx_int_t                       rc;
     ngx_uint_t                      attached;
-    ngx_platform_redis_t           *rd;
+    ngx_platform_redis_node_t      *node;
     ngx_platform_redis_handler_pt   handler;
 
-    rd = ac->data;
+    node = ac->data;
 
     /*
      * A NULL reply: the context is being torn down; hiredis has set
      * REDIS_DISCONNECTING or REDIS_FREEING, so new commands are refused.
      */
     if (reply != NULL) {
-        rd->last_reply = ngx_current_msec;
+        node->last_reply = ngx_current_msec;
 
         if (reply->type == REDIS_REPLY_ERROR
             && ngx_platform_redis_readonly(reply)
-            && rd->ac == ac
+            && node->ac == ac
             && !(ac->c.flags & REDIS_FREEING))
         {
             /*
              * A replica: after a failover the address may lead to the
              * new primary. The error still goes to the caller.
              */
-            ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+            ngx_log_error(NGX_LOG_ERR, node->log, 0,
                           "redis: \"%V\" is a read-only replica "
-                          "(a failover?), reconnecting",
-                          &rd->pmcf->redis_addr);
+                          "(a failover?), reconnecting", &node->addr);
 
-            /* logged here; in a callback: freed once this returns */
-            rd->ready = 0;
-            redisAsyncFree(ac);
+            /* in a callback: freed once this returns */
+            ngx_platform_redis_node_drop(node);
         }
     }
 
@@ -1280,7 +459,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         && !(ac->c.flags & REDIS_FREEING)
         && cmd->script != NULL
         && !cmd->retried
-        && !rd->exiting
+        && !node->exiting
         && reply->type == REDIS_REPLY_ERROR
         && reply->len >= 8
         && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
@@ -1311,7 +490,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     ngx_platform_redis_detach(cmd);
     ngx_free(cmd);
 
-    if (!attached || rd->exiting) {
+    if (!attached || node->exiting) {
         /* timed out, caller gone or exiting: the reply is dropped */
         return;
     }
@@ -1388,35 +567,35 @@ ngx_platform_redis_readonly(redisReply *reply)
 static void
 ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
 {
-    ngx_msec_int_t             left;
-    ngx_connection_t          *c;
-    ngx_platform_redis_t      *rd;
-    ngx_platform_redis_cmd_t  *cmd;
+    ngx_msec_int_t              left;
+    ngx_connection_t           *c;
+    ngx_platform_redis_cmd_t   *cmd;
+    ngx_platform_redis_node_t  *node;
 
     c = ev->data;
-    rd = c->data;
+    node = c->data;
 
     /* a caller answered here may send another command, or drop others */
 
-    while (!ngx_queue_empty(&rd->cmds)) {
-        cmd = ngx_queue_data(ngx_queue_head(&rd->cmds),
+    while (!ngx_queue_empty(&node->cmds)) {
+        cmd = ngx_queue_data(ngx_queue_head(&node->cmds),
                              ngx_platform_redis_cmd_t, queue);
 
         left = (ngx_msec_int_t)
-                   (cmd->sent + rd->pmcf->redis_timeout - ngx_current_msec);
+                   (cmd->sent + node->pmcf->redis_timeout - ngx_current_msec);
 
         if (left > 0) {
-            ngx_add_timer(&rd->cmd_timer, (ngx_msec_t) left);
+            ngx_add_timer(&node->cmd_timer, (ngx_msec_t) left);
             return;
         }
 
-        ngx_platform_redis_expire(rd, cmd);
+        ngx_platform_redis_expire(node, cmd);
     }
 }
 
 
 static void
-ngx_platform_redis_expire(ngx_platform_redis_t *rd,
+ngx_platform_redis_expire(ngx_platform_redis_node_t *node,
     ngx_platform_redis_cmd_t *cmd)
 {
     void                           *caller;
@@ -1438,20 +617,19 @@ ngx_platform_redis_expire(ngx_platform_redis_t *rd,
      * stay "connected" for good) and reconnect.
      */
     ac = cmd->ac;
-    stuck = rd->ac == ac
-            && (ngx_msec_int_t) (rd->last_reply - cmd->sent) < 0;
+    stuck = node->ac == ac
+            && (ngx_msec_int_t) (node->last_reply - cmd->sent) < 0;
 
     /* cmd stays with hiredis until its reply or the teardown */
     ngx_platform_redis_detach(cmd);
 
     if (stuck) {
-        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+        ngx_log_error(NGX_LOG_ERR, node->log, 0,
                       "redis: no reply from \"%V\", reconnecting",
-                      &rd->pmcf->redis_addr);
+                      &node->addr);
 
         /* logged above; not inside a hiredis callback: frees now */
-        rd->ready = 0;
-        redisAsyncFree(ac);
+        ngx_platform_redis_node_drop(node);
     }
 
     handler(caller, NULL, NGX_PLATFORM_TIMEOUT);
@@ -1475,18 +653,18 @@ ngx_platform_redis_cmd_cleanup(void *data)
 static void
 ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
 {
-    ngx_platform_redis_t  *rd;
+    ngx_platform_redis_node_t  *node;
 
     if (!cmd->attached) {
         return;
     }
 
-    rd = cmd->rd;
+    node = cmd->node;
 
     ngx_queue_remove(&cmd->queue);
 
-    if (ngx_queue_empty(&rd->cmds) && rd->cmd_timer.timer_set) {
-        ngx_del_timer(&rd->cmd_timer);
+    if (ngx_queue_empty(&node->cmds) && node->cmd_timer.timer_set) {
+        ngx_del_timer(&node->cmd_timer);
     }
 
     if (cmd->cleanup) {
