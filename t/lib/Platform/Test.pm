@@ -459,7 +459,8 @@ sub write_config {
     if ($snippet !~ /^\s*platform_pg\s/m && $self->{db}) {
         $defaults .= '    platform_pg "' . $self->pg_dsn . "\";\n";
     }
-    if ($snippet !~ /^\s*platform_redis\s/m) {
+    # platform_redis_sentinel and platform_redis_cluster replace it too
+    if ($snippet !~ /^\s*platform_redis(?:_sentinel|_cluster)?\s/m) {
         $defaults .= '    platform_redis ' . $self->redis_addr . ";\n";
     }
 
