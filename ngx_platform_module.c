@@ -190,6 +190,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, redis_addr),
       NULL },
 
+    { ngx_string("platform_redis_cluster"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_platform_redis_cluster_conf,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("platform_redis_password"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
@@ -647,6 +654,19 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->apikey_unknown_time, 10000);
 
     ngx_platform_metrics_init_buckets(pmcf);
+
+    if (pmcf->redis_deployment != NGX_PLATFORM_REDIS_SINGLE
+        && pmcf->redis_addr.data != NULL)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"platform_redis\" and \"%s\" both set: "
+                           "the module uses one Redis deployment",
+                           pmcf->redis_deployment
+                           == NGX_PLATFORM_REDIS_CLUSTER
+                           ? "platform_redis_cluster"
+                           : "platform_redis_sentinel");
+        return NGX_CONF_ERROR;
+    }
 
     if (pmcf->redis_addr.data == NULL) {
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");

@@ -199,6 +199,10 @@ typedef struct {
      * (platform_redis_sentinel) or _CLUSTER (platform_redis_cluster)
      */
     ngx_uint_t                 redis_deployment;
+    ngx_array_t               *redis_seeds;      /* of ngx_str_t: the
+                                                  sentinels or the cluster's
+                                                  seed nodes */
+    ngx_str_t                  redis_master_name; /* Sentinel */
 
     /* NGX_PLATFORM_BACKEND_* of the families configured */
     ngx_uint_t                 backends;

@@ -406,7 +406,9 @@ ngx_platform_redis_outcome(ngx_http_request_t *r, redisReply *reply)
 {
     size_t        i;
     ngx_str_t     s;
-    static char  *unavailable[] = { "READONLY", "LOADING", "BUSY", "OOM" };
+    static char  *unavailable[] = { "READONLY", "LOADING", "BUSY", "OOM",
+                                    "MASTERDOWN", "CLUSTERDOWN",
+                                    "TRYAGAIN", "MOVED", "ASK" };
 
     if (reply && reply->type == REDIS_REPLY_ERROR && reply->str) {
         s.data = (u_char *) reply->str;

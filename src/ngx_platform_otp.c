@@ -9,6 +9,10 @@
  * client is an IPv4 address or an IPv6 /64, and, unless the ceiling is
  * off, per tenant in otp:attempts:{tenantId}; each key expires with its
  * window, and past either limit every answer is 429.
+ *
+ * With a Redis Cluster the tenant is written between literal braces,
+ * otp:{<tenant>}:..., a hash tag: the script's three keys are then on one
+ * node, as the cluster requires.
  */
 
 
@@ -26,6 +30,8 @@
 
 static ngx_int_t ngx_platform_otp_validate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static u_char *ngx_platform_otp_tenant(u_char *p, ngx_str_t *tenant,
+    size_t tag);
 static u_char *ngx_platform_otp_number(u_char *p, uint64_t n);
 static ngx_uint_t ngx_platform_otp_code_valid(ngx_str_t *code);
 static void ngx_platform_otp_done(void *data, redisReply *reply,
@@ -155,17 +161,18 @@ ngx_platform_family_t  ngx_platform_otp_family = {
 static ngx_int_t
 ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char                   *p;
-    u_char                    max[NGX_INT_T_LEN];
-    u_char                    window[NGX_TIME_T_LEN];
-    u_char                    tmax[NGX_INT_T_LEN];
-    u_char                    twindow[NGX_TIME_T_LEN];
-    size_t                    argvlen[8];
-    ngx_str_t                 tenant, country, code, client;
-    ngx_str_t                 otp_key, attempts_key, tenant_key;
-    ngx_uint_t                valid;
-    const char               *argv[8];
-    ngx_platform_loc_conf_t  *plcf;
+    u_char                    *p;
+    u_char                     max[NGX_INT_T_LEN];
+    u_char                     window[NGX_TIME_T_LEN];
+    u_char                     tmax[NGX_INT_T_LEN];
+    u_char                     twindow[NGX_TIME_T_LEN];
+    size_t                     argvlen[8], tag;
+    ngx_str_t                  tenant, country, code, client;
+    ngx_str_t                  otp_key, attempts_key, tenant_key;
+    ngx_uint_t                 valid;
+    const char                *argv[8];
+    ngx_platform_loc_conf_t   *plcf;
+    ngx_platform_main_conf_t  *pmcf;
 
     tenant = ctx->identity.tenant;
     country = ctx->identity.country;
@@ -184,10 +191,17 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* the tenant as a hash tag, {tenant}, for a cluster: 2 more bytes */
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+    tag = (pmcf->redis_deployment == NGX_PLATFORM_REDIS_CLUSTER) ? 2 : 0;
+
     /* both keys in one allocation */
 
-    otp_key.len = sizeof("otp:::") - 1 + tenant.len + country.len + code.len;
-    attempts_key.len = sizeof("otp:attempts::") - 1 + tenant.len + client.len;
+    otp_key.len = sizeof("otp:::") - 1 + tag + tenant.len + country.len
+                  + code.len;
+    attempts_key.len = sizeof("otp:attempts::") - 1 + tag + tenant.len
+                       + client.len;
 
     otp_key.data = ngx_pnalloc(r->pool, otp_key.len + attempts_key.len);
     if (otp_key.data == NULL) {
@@ -195,7 +209,7 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     p = ngx_cpymem(otp_key.data, "otp:", sizeof("otp:") - 1);
-    p = ngx_cpymem(p, tenant.data, tenant.len);
+    p = ngx_platform_otp_tenant(p, &tenant, tag);
     *p++ = ':';
     p = ngx_cpymem(p, country.data, country.len);
     *p++ = ':';
@@ -204,7 +218,7 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     attempts_key.data = p;
 
     p = ngx_cpymem(p, "otp:attempts:", sizeof("otp:attempts:") - 1);
-    p = ngx_cpymem(p, tenant.data, tenant.len);
+    p = ngx_platform_otp_tenant(p, &tenant, tag);
     *p++ = ':';
     ngx_memcpy(p, client.data, client.len);
 
@@ -244,6 +258,23 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     /* the arguments are copied: the stack buffers may go */
     return ngx_platform_eval(r, &ngx_platform_otp_script, 3, 8, argv, argvlen,
                              ngx_platform_otp_done);
+}
+
+
+static u_char *
+ngx_platform_otp_tenant(u_char *p, ngx_str_t *tenant, size_t tag)
+{
+    if (tag) {
+        *p++ = '{';
+    }
+
+    p = ngx_cpymem(p, tenant->data, tenant->len);
+
+    if (tag) {
+        *p++ = '}';
+    }
+
+    return p;
 }
 
 

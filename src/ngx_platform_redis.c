@@ -16,6 +16,11 @@
 
 #include "ngx_platform_redis.h"
 #include "ngx_platform_redis_node.h"
+#include "ngx_platform_redis_cluster.h"
+
+
+/* -MOVED and -ASK followed for one command, at most */
+#define NGX_PLATFORM_REDIS_REDIRECTS  3
 
 
 typedef struct {
@@ -38,8 +43,10 @@ typedef struct {
     size_t                          len;
     size_t                          tail;
     int                             argc;
+    ngx_uint_t                      slot;      /* Redis Cluster */
     unsigned                        attached:1;
     unsigned                        retried:1;
+    unsigned                        redirects:2;
 } ngx_platform_redis_cmd_t;
 
 
@@ -51,6 +58,8 @@ struct ngx_platform_redis_s {
 
     /* a single server: platform_redis */
     ngx_platform_redis_node_t      *node;
+
+    ngx_uint_t                      deployment;
 };
 
 
@@ -65,6 +74,12 @@ static ngx_platform_redis_node_t *ngx_platform_redis_route(
     ngx_platform_redis_t *rd, ngx_platform_redis_cmd_t *cmd);
 static ngx_int_t ngx_platform_redis_submit(ngx_pool_t *pool,
     ngx_platform_redis_cmd_t *cmd);
+static ngx_int_t ngx_platform_redis_send(ngx_platform_redis_node_t *node,
+    ngx_platform_redis_cmd_t *cmd, ngx_uint_t ask);
+static ngx_uint_t ngx_platform_redis_redirect(redisAsyncContext *ac,
+    ngx_platform_redis_cmd_t *cmd, redisReply *reply);
+static ngx_uint_t ngx_platform_redis_key_slot(int argc, const char **argv,
+    const size_t *argvlen, int key);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
     void *privdata);
 static ngx_int_t ngx_platform_redis_eval_source(redisAsyncContext *ac,
@@ -96,6 +111,15 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
 
     rd->pmcf = pmcf;
     rd->log = cycle->log;
+    rd->deployment = pmcf->redis_deployment;
+
+    pmcf->redis = rd;
+    ngx_platform_redis = rd;
+
+    if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        return ngx_platform_redis_cluster_init(cycle, pmcf,
+                                               ngx_platform_redis_cmd_timeout);
+    }
 
     rd->node = ngx_platform_redis_node_create(cycle, cycle->pool, pmcf,
                                               &pmcf->redis_addr);
@@ -104,9 +128,6 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
     }
 
     rd->node->cmd_timer.handler = ngx_platform_redis_cmd_timeout;
-
-    pmcf->redis = rd;
-    ngx_platform_redis = rd;
 
     ngx_platform_redis_node_connect(rd->node);
 
@@ -129,6 +150,10 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         ngx_platform_redis_node_close(rd->node);
     }
 
+    if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        ngx_platform_redis_cluster_exit();
+    }
+
     ngx_platform_redis = NULL;
     pmcf->redis = NULL;
 }
@@ -141,13 +166,62 @@ ngx_platform_redis_connected(void)
 
     rd = ngx_platform_redis;
 
-    return rd != NULL && ngx_platform_redis_node_usable(rd->node);
+    if (rd == NULL) {
+        return 0;
+    }
+
+    if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        return ngx_platform_redis_cluster_connected();
+    }
+
+    return ngx_platform_redis_node_usable(rd->node);
+}
+
+
+char *
+ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ngx_str_t   *value, *seed;
+    ngx_uint_t   i;
+
+    if (pmcf->redis_deployment != NGX_PLATFORM_REDIS_SINGLE) {
+        return "is duplicate, or set with \"platform_redis_sentinel\": "
+               "the module uses one Redis deployment";
+    }
+
+    pmcf->redis_seeds = ngx_array_create(cf->pool, cf->args->nelts - 1,
+                                         sizeof(ngx_str_t));
+    if (pmcf->redis_seeds == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        seed = ngx_array_push(pmcf->redis_seeds);
+        if (seed == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *seed = value[i];
+    }
+
+    pmcf->redis_deployment = NGX_PLATFORM_REDIS_CLUSTER;
+
+    return NGX_CONF_OK;
 }
 
 
 char *
 ngx_platform_redis_check_conf(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 {
+    if (pmcf->redis_deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        return ngx_platform_redis_cluster_check_conf(cf, pmcf);
+    }
+
     ngx_url_t                  u;
     ngx_uint_t                 literal;
     ngx_http_core_loc_conf_t  *clcf;
@@ -220,6 +294,9 @@ ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
                - cmd->buf;
     cmd->argc = argc;
 
+    /* the commands sent here name their key first: GET key, SET key ... */
+    cmd->slot = ngx_platform_redis_key_slot(argc, argv, argvlen, 1);
+
     return ngx_platform_redis_submit(pool, cmd);
 }
 
@@ -279,6 +356,8 @@ ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
     p = ngx_platform_redis_format_args(p, argc, argv, argvlen);
 
     cmd->len = p - cmd->buf;
+    cmd->slot = ngx_platform_redis_key_slot(argc, argv, argvlen,
+                                            nkeys > 0 ? 0 : -1);
 
     return ngx_platform_redis_submit(pool, cmd);
 }
@@ -353,7 +432,31 @@ static ngx_platform_redis_node_t *
 ngx_platform_redis_route(ngx_platform_redis_t *rd,
     ngx_platform_redis_cmd_t *cmd)
 {
+    if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        return ngx_platform_redis_cluster_node(cmd->slot);
+    }
+
     return ngx_platform_redis_node_usable(rd->node) ? rd->node : NULL;
+}
+
+
+/*
+ * The slot of argv[key] for a cluster, NGX_PLATFORM_REDIS_NO_SLOT for a
+ * command without a key (key < 0 or past argc) or another deployment
+ */
+
+static ngx_uint_t
+ngx_platform_redis_key_slot(int argc, const char **argv,
+    const size_t *argvlen, int key)
+{
+    if (ngx_platform_redis->deployment != NGX_PLATFORM_REDIS_CLUSTER
+        || key < 0 || key >= argc)
+    {
+        return NGX_PLATFORM_REDIS_NO_SLOT;
+    }
+
+    return ngx_platform_redis_cluster_slot((u_char *) argv[key],
+                                           argvlen[key]);
 }
 
 
@@ -380,12 +483,7 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd)
         return NGX_ERROR;
     }
 
-    /* hiredis copies the command into its buffer at once */
-
-    if (redisAsyncFormattedCommand(node->ac, ngx_platform_redis_reply, cmd,
-                                   (const char *) cmd->buf, cmd->len)
-        != REDIS_OK)
-    {
+    if (ngx_platform_redis_send(node, cmd, 0) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                       "redis: could not queue a command");
         ngx_free(cmd);
@@ -396,12 +494,53 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd)
 
     cmd->attached = 1;
     cmd->cleanup = cln;
-    cmd->ac = node->ac;
-    cmd->node = node;
-    cmd->sent = ngx_current_msec;
 
     cln->handler = ngx_platform_redis_cmd_cleanup;
     cln->data = cmd;
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * cmd on node's connection (connected, or still connecting: hiredis
+ * writes it once connected), behind ASKING for an -ASK redirection
+ */
+
+static ngx_int_t
+ngx_platform_redis_send(ngx_platform_redis_node_t *node,
+    ngx_platform_redis_cmd_t *cmd, ngx_uint_t ask)
+{
+    static char  asking[] = "*1\r\n$6\r\nASKING\r\n";
+
+    if (node->ac == NULL
+        || (node->ac->c.flags & (REDIS_DISCONNECTING|REDIS_FREEING)))
+    {
+        return NGX_ERROR;
+    }
+
+    /* hiredis copies the command into its buffer at once */
+
+    if (ask
+        && redisAsyncFormattedCommand(node->ac, NULL, NULL, asking,
+                                      sizeof(asking) - 1)
+           != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (redisAsyncFormattedCommand(node->ac, ngx_platform_redis_reply, cmd,
+                                   (const char *) cmd->buf, cmd->len)
+        != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cmd->ac = node->ac;
+    cmd->node = node;
+    cmd->sent = ngx_current_msec;
 
     ngx_queue_insert_tail(&node->cmds, &cmd->queue);
 
@@ -409,9 +548,76 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd)
         ngx_add_timer(&node->cmd_timer, node->pmcf->redis_timeout);
     }
 
-    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_COMMANDS);
+    return NGX_OK;
+}
 
-    return NGX_DONE;
+
+/*
+ * -MOVED or -ASK: cmd sent again to the node named, a few times at most.
+ * Returns 1 when it was: its reply will come from there.
+ */
+
+static ngx_uint_t
+ngx_platform_redis_redirect(redisAsyncContext *ac,
+    ngx_platform_redis_cmd_t *cmd, redisReply *reply)
+{
+    ngx_uint_t                  ask;
+    ngx_platform_redis_node_t  *node, *from;
+
+    if (reply == NULL
+        || reply->type != REDIS_REPLY_ERROR
+        || !cmd->attached
+        || ngx_platform_redis->deployment != NGX_PLATFORM_REDIS_CLUSTER)
+    {
+        return 0;
+    }
+
+    if ((reply->len >= 11 && ngx_strncmp(reply->str, "CLUSTERDOWN", 11) == 0)
+        || (reply->len >= 8 && ngx_strncmp(reply->str, "TRYAGAIN", 8) == 0))
+    {
+        /* the caller gets the error (503); the map is read again */
+        ngx_platform_redis_cluster_refresh();
+        return 0;
+    }
+
+    if (cmd->redirects == NGX_PLATFORM_REDIS_REDIRECTS) {
+        return 0;
+    }
+
+    ask = 0;
+
+    node = ngx_platform_redis_cluster_redirect(reply, &ask);
+    if (node == NULL) {
+        return 0;
+    }
+
+    /* off the queue of the node that redirected it, onto the other's */
+
+    from = cmd->node;
+
+    ngx_queue_remove(&cmd->queue);
+
+    if (ngx_queue_empty(&from->cmds) && from->cmd_timer.timer_set) {
+        ngx_del_timer(&from->cmd_timer);
+    }
+
+    cmd->redirects++;
+
+    /* a script sent to another server may not be cached there */
+    cmd->retried = 0;
+
+    if (ngx_platform_redis_send(node, cmd, ask) != NGX_OK) {
+        /* back where it was: the caller gets the redirection (503) */
+        ngx_queue_insert_tail(&from->cmds, &cmd->queue);
+
+        if (!from->cmd_timer.timer_set) {
+            ngx_add_timer(&from->cmd_timer, from->pmcf->redis_timeout);
+        }
+
+        return 0;
+    }
+
+    return 1;
 }
 
 
@@ -452,6 +658,12 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
             /* in a callback: freed once this returns */
             ngx_platform_redis_node_drop(node);
         }
+    }
+
+    if (!(ac->c.flags & REDIS_FREEING)
+        && ngx_platform_redis_redirect(ac, cmd, reply))
+    {
+        return;
     }
 
     if (cmd->attached

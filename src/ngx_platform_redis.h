@@ -62,6 +62,10 @@ ngx_int_t ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
 char *ngx_platform_redis_check_conf(ngx_conf_t *cf,
     ngx_platform_main_conf_t *pmcf);
 
+/* platform_redis_cluster HOST:PORT ...: the seed nodes */
+char *ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
 ngx_int_t ngx_platform_redis_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf);
 void ngx_platform_redis_exit_process(ngx_cycle_t *cycle,

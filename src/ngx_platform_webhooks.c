@@ -622,7 +622,9 @@ ngx_platform_webhooks_verified(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     u_char                      *p;
     ngx_int_t                    rc;
+    ngx_uint_t                   tag;
     ngx_platform_webhook_ctx_t  *w;
+    ngx_platform_main_conf_t    *pmcf;
 
     w = ctx->data;
 
@@ -657,15 +659,24 @@ ngx_platform_webhooks_verified(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     /* webhook:<kind>:<name>:<tenant>:<key>; a tenant has no ':' */
 
-    w->redis_key.len = sizeof("webhook::::") - 1 + w->kind.len
+    /*
+     * With a Redis Cluster the event's name and tenant are a hash tag:
+     * webhook:<kind>:{<name>:<tenant>}:<key>
+     */
+
+    pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+    tag = (pmcf->redis_deployment == NGX_PLATFORM_REDIS_CLUSTER);
+
+    w->redis_key.len = sizeof("webhook::::") - 1 + (tag ? 2 : 0) + w->kind.len
                        + w->hook->name.len + w->tenant.len + w->key.len;
     w->redis_key.data = ngx_pnalloc(r->pool, w->redis_key.len);
     if (w->redis_key.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_sprintf(w->redis_key.data, "webhook:%V:%V:%V:%V", &w->kind,
-                &w->hook->name, &w->tenant, &w->key);
+    ngx_sprintf(w->redis_key.data,
+                tag ? "webhook:%V:{%V:%V}:%V" : "webhook:%V:%V:%V:%V",
+                &w->kind, &w->hook->name, &w->tenant, &w->key);
 
     /* unique among the workers of a host, and random across hosts */
 
