@@ -47,6 +47,7 @@ typedef struct {
     unsigned                        attached:1;
     unsigned                        retried:1;
     unsigned                        redirects:2;
+    unsigned                        asking:1;  /* sent after ASKING */
 } ngx_platform_redis_cmd_t;
 
 
@@ -541,6 +542,7 @@ ngx_platform_redis_send(ngx_platform_redis_node_t *node,
     cmd->ac = node->ac;
     cmd->node = node;
     cmd->sent = ngx_current_msec;
+    cmd->asking = ask;
 
     ngx_queue_insert_tail(&node->cmds, &cmd->queue);
 
@@ -734,6 +736,17 @@ ngx_platform_redis_eval_source(redisAsyncContext *ac,
 
     buf = ngx_alloc(len, ngx_cycle->log);
     if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* after -ASK, the EVAL too is for the importing node: ASKING again */
+
+    if (cmd->asking
+        && redisAsyncFormattedCommand(ac, NULL, NULL,
+                                      "*1\r\n$6\r\nASKING\r\n", 16)
+           != REDIS_OK)
+    {
+        ngx_free(buf);
         return NGX_ERROR;
     }
 

@@ -217,6 +217,12 @@ A separate redis-server; handle with C<stop>, C<start>, C<port>, C<addr>
 F<scripts/lib.sh>), it runs with C<maxmemory 256mb> and
 C<maxmemory-policy volatile-lru>, as the operator's guide advises.
 
+=item $t->start_redis_cluster(%opts)
+
+A Redis Cluster of its own: three masters with a replica each
+(C<masters>, C<replicas>, C<node_timeout> in ms), see
+L<Platform::Test::RedisCluster>. Stopped at the end.
+
 =item $t->ignore_log(qr/.../)
 
 Lines of the error log matching the pattern do not count in the final check.
@@ -1040,6 +1046,17 @@ sub start_private_redis {
     my ($self) = @_;
     my $n = @{$self->{private}} + 1;
     my $h = Platform::Test::Redis->new("$self->{testdir}/redis$n");
+    push @{$self->{private}}, $h;
+    return $h;
+}
+
+# a Redis Cluster of the test's own (Platform::Test::RedisCluster)
+sub start_redis_cluster {
+    my ($self, %opts) = @_;
+    require Platform::Test::RedisCluster;
+    my $n = @{$self->{private}} + 1;
+    my $h = Platform::Test::RedisCluster->new(
+        "$self->{testdir}/redis-cluster$n", %opts);
     push @{$self->{private}}, $h;
     return $h;
 }
