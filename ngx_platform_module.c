@@ -82,6 +82,10 @@ static ngx_conf_num_bounds_t  ngx_platform_redis_db_bounds = {
     ngx_conf_check_num_bounds, 0, 65535
 };
 
+static ngx_conf_num_bounds_t  ngx_platform_redis_wait_bounds = {
+    ngx_conf_check_num_bounds, 0, 16
+};
+
 static ngx_conf_num_bounds_t  ngx_platform_auth_cache_size_bounds = {
     ngx_conf_check_num_bounds, 1, 1048576
 };
@@ -190,12 +194,26 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, redis_addr),
       NULL },
 
+    { ngx_string("platform_redis_sentinel"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_platform_redis_sentinel_conf,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("platform_redis_cluster"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_platform_redis_cluster_conf,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("platform_redis_wait_replicas"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_wait_replicas),
+      &ngx_platform_redis_wait_bounds },
 
     { ngx_string("platform_redis_password"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -618,6 +636,7 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_lock_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_row_security = NGX_CONF_UNSET;
     pmcf->redis_db = NGX_CONF_UNSET;
+    pmcf->redis_wait_replicas = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->auth_cache_size = NGX_CONF_UNSET_UINT;
@@ -671,6 +690,10 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     if (pmcf->redis_addr.data == NULL) {
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");
     }
+
+    /* a deployment that fails over has replicas to wait for */
+    ngx_conf_init_value(pmcf->redis_wait_replicas,
+                        pmcf->redis_deployment != NGX_PLATFORM_REDIS_SINGLE);
 
     if (ngx_platform_init_thread_pool(cf, pmcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;

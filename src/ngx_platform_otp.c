@@ -95,7 +95,10 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
     "  return 404\n"
     "end\n"
     "return 400\n",
-    ""
+    "",
+
+    /* a code consumed stays consumed after a failover */
+    1
 };
 
 
