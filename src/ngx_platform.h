@@ -189,6 +189,7 @@ typedef struct {
     ngx_str_t                  pg_read_conninfo;
     ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
     ngx_flag_t                 pg_row_security;
+    ngx_flag_t                 pg_prepare;       /* off: unnamed statements */
 
     /* Redis */
     ngx_str_t                  redis_addr;       /* host:port, unix:/path */

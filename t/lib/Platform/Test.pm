@@ -217,6 +217,13 @@ A separate redis-server; handle with C<stop>, C<start>, C<port>, C<addr>
 F<scripts/lib.sh>), it runs with C<maxmemory 256mb> and
 C<maxmemory-policy volatile-lru>, as the operator's guide advises.
 
+=item $t->start_pgbouncer(%opts)
+
+A PgBouncer of its own in transaction mode before the suite's PostgreSQL,
+or the one at C<pg_port> (and C<host>); C<pool_size> server connections
+per database and user (default 4). See L<Platform::Test::PgBouncer>.
+Stopped at the end.
+
 =item $t->start_redis_sentinel(%opts)
 
 A master, its replica and three sentinels of its own (C<name>, the master
@@ -1052,6 +1059,17 @@ sub start_private_redis {
     my ($self) = @_;
     my $n = @{$self->{private}} + 1;
     my $h = Platform::Test::Redis->new("$self->{testdir}/redis$n");
+    push @{$self->{private}}, $h;
+    return $h;
+}
+
+# a PgBouncer in transaction mode (Platform::Test::PgBouncer)
+sub start_pgbouncer {
+    my ($self, %opts) = @_;
+    require Platform::Test::PgBouncer;
+    my $n = @{$self->{private}} + 1;
+    my $h = Platform::Test::PgBouncer->new("$self->{testdir}/pgbouncer$n",
+                                           %opts);
     push @{$self->{private}}, $h;
     return $h;
 }
