@@ -97,8 +97,8 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
     "return 400\n",
     "",
 
-    /* a code consumed stays consumed after a failover */
-    1
+    /* a code consumed (200) stays consumed after a failover */
+    200
 };
 
 

@@ -856,8 +856,9 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     } else if (reply != NULL
                && cmd->attached
                && cmd->script != NULL
-               && cmd->script->durable
+               && cmd->script->durable != 0
                && reply->type == REDIS_REPLY_INTEGER
+               && reply->integer == cmd->script->durable
                && node->pmcf->redis_wait_replicas > 0
                && node->replicas > 0
                && !(ac->c.flags & REDIS_FREEING))

@@ -49,11 +49,11 @@ typedef struct {
     char                       sha1[41];   /* computed on first use */
 
     /*
-     * Its writes must survive a failover: an integer reply is held until
-     * platform_redis_wait_replicas replicas have them (WAIT), else the
-     * caller gets NGX_PLATFORM_UNAVAILABLE
+     * The integer reply, if any, that reports a write which must survive
+     * a failover: it is held until platform_redis_wait_replicas replicas
+     * have the write (WAIT), else the caller gets NGX_PLATFORM_UNAVAILABLE
      */
-    unsigned                   durable:1;
+    long long                  durable;
 } ngx_platform_redis_script_t;
 
 ngx_int_t ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
