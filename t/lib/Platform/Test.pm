@@ -217,6 +217,14 @@ A separate redis-server; handle with C<stop>, C<start>, C<port>, C<addr>
 F<scripts/lib.sh>), it runs with C<maxmemory 256mb> and
 C<maxmemory-policy volatile-lru>, as the operator's guide advises.
 
+=item $t->start_redis_sentinel(%opts)
+
+A Redis master, a replica of it and three sentinels monitoring it, on
+free loopback ports, ready for a failover (C<master_name>, default
+C<platform>; C<password>; C<sentinel_password>; C<down_after> and
+C<failover_timeout> in ms), see L<Platform::Test::RedisSentinel>. Stopped
+at the end.
+
 =item $t->start_redis_cluster(%opts)
 
 A Redis Cluster of its own: three masters with a replica each
@@ -1046,6 +1054,17 @@ sub start_private_redis {
     my ($self) = @_;
     my $n = @{$self->{private}} + 1;
     my $h = Platform::Test::Redis->new("$self->{testdir}/redis$n");
+    push @{$self->{private}}, $h;
+    return $h;
+}
+
+# a master, a replica and three sentinels (Platform::Test::RedisSentinel)
+sub start_redis_sentinel {
+    my ($self, %opts) = @_;
+    require Platform::Test::RedisSentinel;
+    my $n = @{$self->{private}} + 1;
+    my $h = Platform::Test::RedisSentinel->new(
+        "$self->{testdir}/redis-sentinel$n", %opts);
     push @{$self->{private}}, $h;
     return $h;
 }
