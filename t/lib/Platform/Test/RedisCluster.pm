@@ -60,11 +60,12 @@ sub new {
         push @{$self->{nodes}}, { port => $port, dir => $d };
     }
 
+    # a daemon listens before it writes its pid file
     for my $n (@{$self->{nodes}}) {
         Platform::Test::_wait(sub {
             Platform::Test::_port_open($n->{port})
+            && ($n->{pid} = Platform::Test::_read_pid("$n->{dir}/redis.pid"))
         }, 10) or die "redis-server on $n->{port} did not start\n";
-        $n->{pid} = Platform::Test::_read_pid("$n->{dir}/redis.pid");
     }
 
     my ($ok, $out, $err) = Platform::Test::_capture('redis-cli',

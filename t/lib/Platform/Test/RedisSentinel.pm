@@ -227,12 +227,12 @@ sub _start {
                         : ('redis-server', @{$n->{args}}, @more);
     my ($ok, $out, $err) = Platform::Test::_capture(@cmd);
     die "$cmd[0] on $n->{port}: $err$out\n" unless $ok;
+    # a daemon listens before it writes its pid file
     Platform::Test::_wait(sub {
         Platform::Test::_port_open($n->{port})
             && $self->_cli($n, 'PING') eq 'PONG'
+            && ($n->{pid} = Platform::Test::_read_pid("$n->{dir}/redis.pid"))
     }, 10) or die "$cmd[0] on $n->{port} did not start\n";
-    $n->{pid} = Platform::Test::_read_pid("$n->{dir}/redis.pid")
-        or die "$cmd[0] on $n->{port}: no pid file\n";
     return $n;
 }
 
