@@ -82,6 +82,10 @@ static ngx_conf_num_bounds_t  ngx_platform_redis_db_bounds = {
     ngx_conf_check_num_bounds, 0, 65535
 };
 
+static ngx_conf_num_bounds_t  ngx_platform_redis_wait_bounds = {
+    ngx_conf_check_num_bounds, 0, 16
+};
+
 static ngx_conf_num_bounds_t  ngx_platform_auth_cache_size_bounds = {
     ngx_conf_check_num_bounds, 1, 1048576
 };
@@ -176,6 +180,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, pg_read_conninfo),
       NULL },
 
+    { ngx_string("platform_pg_prepare"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_prepare),
+      NULL },
+
     { ngx_string("platform_pg_row_security"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -190,12 +201,26 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, redis_addr),
       NULL },
 
+    { ngx_string("platform_redis_sentinel"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_platform_redis_sentinel_conf,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("platform_redis_cluster"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_platform_redis_cluster_conf,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
+
+    { ngx_string("platform_redis_wait_replicas"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, redis_wait_replicas),
+      &ngx_platform_redis_wait_bounds },
 
     { ngx_string("platform_redis_password"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -617,7 +642,9 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_tenant_share = NGX_CONF_UNSET_UINT;
     pmcf->pg_lock_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_row_security = NGX_CONF_UNSET;
+    pmcf->pg_prepare = NGX_CONF_UNSET;
     pmcf->redis_db = NGX_CONF_UNSET;
+    pmcf->redis_wait_replicas = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->redis_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->auth_cache_size = NGX_CONF_UNSET_UINT;
@@ -645,6 +672,7 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_uint_value(pmcf->pg_tenant_share, 50);
     ngx_conf_init_msec_value(pmcf->pg_lock_timeout, 500);
     ngx_conf_init_value(pmcf->pg_row_security, 1);
+    ngx_conf_init_value(pmcf->pg_prepare, 1);
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);
@@ -671,6 +699,10 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     if (pmcf->redis_addr.data == NULL) {
         ngx_str_set(&pmcf->redis_addr, "127.0.0.1:6379");
     }
+
+    /* a deployment that fails over has replicas to wait for */
+    ngx_conf_init_value(pmcf->redis_wait_replicas,
+                        pmcf->redis_deployment != NGX_PLATFORM_REDIS_SINGLE);
 
     if (ngx_platform_init_thread_pool(cf, pmcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;

@@ -168,16 +168,18 @@ pg_running() {
     as_pg "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1
 }
 
-# redis_start PORT DIR: a redis-server without persistence, pid and log in DIR.
+# redis_start PORT DIR [ARGS...]: a redis-server without persistence, pid and
+# log in DIR, ARGS added to its command line.
 # Bounded as docs/operators-guide.md tells operators to bound theirs:
 # maxmemory with volatile-lru, since every key the module writes expires.
 redis_start() {
     local port=$1 dir=$2
+    shift 2
     mkdir -p "$dir"
     redis-server --port "$port" --bind 127.0.0.1 --daemonize yes \
         --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
         --save '' --appendonly no \
-        --maxmemory 256mb --maxmemory-policy volatile-lru >/dev/null
+        --maxmemory 256mb --maxmemory-policy volatile-lru "$@" >/dev/null
     wait_for 10 redis-cli -h 127.0.0.1 -p "$port" ping || {
         echo "redis-server did not start on port $port:" >&2
         tail -20 "$dir/redis.log" >&2

@@ -147,7 +147,10 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 /* statements refused past platform_pg_tenant_share */
 #define NGX_PLATFORM_M_PG_OVER_SHARE        18
 
-#define NGX_PLATFORM_M_MAX                  19
+/* the Redis master learned anew from the sentinels */
+#define NGX_PLATFORM_M_REDIS_MASTER_SWITCHES  19
+
+#define NGX_PLATFORM_M_MAX                  20
 
 /* what a rate limit counts, for limits and the metrics of refusals */
 #define NGX_PLATFORM_RL_TENANT              0
@@ -186,6 +189,7 @@ typedef struct {
     ngx_str_t                  pg_read_conninfo;
     ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
     ngx_flag_t                 pg_row_security;
+    ngx_flag_t                 pg_prepare;       /* off: unnamed statements */
 
     /* Redis */
     ngx_str_t                  redis_addr;       /* host:port, unix:/path */
@@ -203,6 +207,8 @@ typedef struct {
                                                   sentinels or the cluster's
                                                   seed nodes */
     ngx_str_t                  redis_master_name; /* Sentinel */
+    ngx_str_t                  redis_sentinel_password;
+    ngx_int_t                  redis_wait_replicas;
 
     /* NGX_PLATFORM_BACKEND_* of the families configured */
     ngx_uint_t                 backends;

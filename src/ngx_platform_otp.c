@@ -95,7 +95,10 @@ static ngx_platform_redis_script_t  ngx_platform_otp_script = {
     "  return 404\n"
     "end\n"
     "return 400\n",
-    ""
+    "",
+
+    /* a code consumed (200) stays consumed after a failover */
+    200
 };
 
 
@@ -195,6 +198,21 @@ ngx_platform_otp_validate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 
     pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
     tag = (pmcf->redis_deployment == NGX_PLATFORM_REDIS_CLUSTER) ? 2 : 0;
+
+    /*
+     * A brace in the tenant would end or empty the hash tag: the keys
+     * would fall in different slots (-CROSSSLOT). No issuing service can
+     * write such a code to a cluster either: none is found.
+     */
+
+    if (tag
+        && (ngx_strlchr(tenant.data, tenant.data + tenant.len, '{')
+            || ngx_strlchr(tenant.data, tenant.data + tenant.len, '}')))
+    {
+        return ngx_platform_send_error(r, NGX_HTTP_NOT_FOUND,
+                                       NGX_PLATFORM_OTP_NOT_FOUND,
+                                       NGX_PLATFORM_OTP_NOT_FOUND_DETAIL);
+    }
 
     /* both keys in one allocation */
 

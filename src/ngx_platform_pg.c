@@ -260,6 +260,8 @@ static void ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc,
     char *reason);
 static void ngx_platform_pg_close(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool);
+static ngx_int_t ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op);
 static ngx_uint_t ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
 static void ngx_platform_pg_add_prepared(ngx_platform_pg_conn_t *pc,
@@ -1534,6 +1536,51 @@ ngx_platform_pg_send(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 
 
 /*
+ * platform_pg_prepare off: each statement parsed, bound and run unnamed,
+ * so that nothing of it outlives the operation's transaction (a pooler in
+ * transaction mode hands the server connection to others between them)
+ */
+
+static ngx_int_t
+ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op)
+{
+    ngx_uint_t               i;
+    ngx_platform_pg_call_t  *call;
+
+    for (i = 0; i < op->ncalls; i++) {
+        call = &op->calls[i];
+
+        if (i >= op->first) {
+            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
+        }
+
+        if (PQsendQueryParams(pc->conn, call->stmt->sql, call->stmt->nparams,
+                              NULL, (const char * const *) call->values,
+                              call->lengths, call->formats, 0)
+            == 0)
+        {
+            return NGX_ERROR;
+        }
+
+        op->slots[op->nslots].step = i;
+        op->slots[op->nslots].prepare = 0;
+        op->nslots++;
+    }
+
+    if (PQpipelineSync(pc->conn) == 0) {
+        return NGX_ERROR;
+    }
+
+    if (!pc->flush.posted) {
+        ngx_post_event(&pc->flush, &ngx_posted_events);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * The prepares of the statements this connection has not prepared yet,
  * first (an error before them would skip them), then the executes, then
  * the sync point that closes the operation's implicit transaction. The
@@ -1547,6 +1594,10 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
     ngx_platform_pg_call_t  *call;
 
     op->sent = ngx_current_msec;
+
+    if (!pc->pool->conf->pg_prepare) {
+        return ngx_platform_pg_send_unnamed(pc, op);
+    }
 
     for (i = 0; i < op->ncalls; i++) {
         call = &op->calls[i];
@@ -2383,7 +2434,9 @@ ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
      * execution; a page of bank transfers ran at a third of its speed.
      */
 
-    if (!has_options) {
+    /* a pooler (platform_pg_prepare off) refuses "options" at startup */
+
+    if (!has_options && pmcf->pg_prepare) {
         p = ngx_snprintf(statement_timeout, sizeof(statement_timeout) - 1,
                          "-c statement_timeout=%M -c TimeZone=UTC"
                          " -c plan_cache_mode=force_generic_plan",

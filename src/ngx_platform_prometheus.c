@@ -136,7 +136,12 @@ static char  *ngx_platform_counter_names[NGX_PLATFORM_M_MAX][2] = {
     /* platform_pg_tenant_share */
     { "platform_pg_over_share_total",
       "Requests refused because their tenant or client address held its "
-      "share of the pool." }
+      "share of the pool." },
+
+    /* platform_redis_sentinel */
+    { "platform_redis_master_switches_total",
+      "Times a worker pointed its Redis connection at the master the "
+      "sentinels named: at start and after each failover." }
 };
 
 

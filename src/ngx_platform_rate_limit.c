@@ -217,7 +217,7 @@ static ngx_platform_redis_script_t  ngx_platform_rl_script = {
     "             'PX', math.ceil((next - now) / 1000))\n"
     "end\n"
     "return {k, tat - now}\n",
-    ""
+    "", 0
 };
 
 

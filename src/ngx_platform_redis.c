@@ -17,6 +17,7 @@
 #include "ngx_platform_redis.h"
 #include "ngx_platform_redis_node.h"
 #include "ngx_platform_redis_cluster.h"
+#include "ngx_platform_redis_sentinel.h"
 
 
 /* -MOVED and -ASK followed for one command, at most */
@@ -48,6 +49,11 @@ typedef struct {
     unsigned                        retried:1;
     unsigned                        redirects:2;
     unsigned                        asking:1;  /* sent after ASKING */
+    unsigned                        waiting:1; /* for WAIT's reply */
+
+    /* a durable script's reply, held while WAIT runs for wait replicas */
+    long long                       held;
+    ngx_uint_t                      wait;
 } ngx_platform_redis_cmd_t;
 
 
@@ -81,11 +87,19 @@ static ngx_uint_t ngx_platform_redis_redirect(redisAsyncContext *ac,
     ngx_platform_redis_cmd_t *cmd, redisReply *reply);
 static ngx_uint_t ngx_platform_redis_key_slot(int argc, const char **argv,
     const size_t *argvlen, int key);
+static char *ngx_platform_redis_seeds(ngx_conf_t *cf,
+    ngx_platform_main_conf_t *pmcf, ngx_uint_t first);
+static char *ngx_platform_redis_password_file(ngx_conf_t *cf,
+    ngx_str_t *name, ngx_str_t *password);
 static void ngx_platform_redis_reply(redisAsyncContext *ac, void *data,
     void *privdata);
 static ngx_int_t ngx_platform_redis_eval_source(redisAsyncContext *ac,
     ngx_platform_redis_cmd_t *cmd);
 static ngx_uint_t ngx_platform_redis_readonly(redisReply *reply);
+static ngx_int_t ngx_platform_redis_wait(redisAsyncContext *ac,
+    ngx_platform_redis_cmd_t *cmd, redisReply *reply);
+static redisReply *ngx_platform_redis_waited(ngx_platform_redis_cmd_t *cmd,
+    redisReply *reply, redisReply *held);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
 static void ngx_platform_redis_expire(ngx_platform_redis_node_t *node,
     ngx_platform_redis_cmd_t *cmd);
@@ -122,13 +136,21 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
                                                ngx_platform_redis_cmd_timeout);
     }
 
+    /* with Sentinel: a placeholder address until a sentinel names one */
+
     rd->node = ngx_platform_redis_node_create(cycle, cycle->pool, pmcf,
-                                              &pmcf->redis_addr);
+                               rd->deployment == NGX_PLATFORM_REDIS_SENTINEL
+                               ? pmcf->redis_seeds->elts : &pmcf->redis_addr);
     if (rd->node == NULL) {
         return NGX_ERROR;
     }
 
     rd->node->cmd_timer.handler = ngx_platform_redis_cmd_timeout;
+
+    if (rd->deployment == NGX_PLATFORM_REDIS_SENTINEL) {
+        /* connected once a sentinel names the master */
+        return ngx_platform_redis_sentinel_init(cycle, pmcf, rd->node);
+    }
 
     ngx_platform_redis_node_connect(rd->node);
 
@@ -153,6 +175,10 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
 
     if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
         ngx_platform_redis_cluster_exit();
+    }
+
+    if (rd->deployment == NGX_PLATFORM_REDIS_SENTINEL) {
+        ngx_platform_redis_sentinel_exit();
     }
 
     ngx_platform_redis = NULL;
@@ -185,29 +211,13 @@ ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_platform_main_conf_t *pmcf = conf;
 
-    ngx_str_t   *value, *seed;
-    ngx_uint_t   i;
-
     if (pmcf->redis_deployment != NGX_PLATFORM_REDIS_SINGLE) {
         return "is duplicate, or set with \"platform_redis_sentinel\": "
                "the module uses one Redis deployment";
     }
 
-    pmcf->redis_seeds = ngx_array_create(cf->pool, cf->args->nelts - 1,
-                                         sizeof(ngx_str_t));
-    if (pmcf->redis_seeds == NULL) {
+    if (ngx_platform_redis_seeds(cf, pmcf, 1) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
-    }
-
-    value = cf->args->elts;
-
-    for (i = 1; i < cf->args->nelts; i++) {
-        seed = ngx_array_push(pmcf->redis_seeds);
-        if (seed == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        *seed = value[i];
     }
 
     pmcf->redis_deployment = NGX_PLATFORM_REDIS_CLUSTER;
@@ -217,15 +227,162 @@ ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
 
 
 char *
+ngx_platform_redis_sentinel_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_platform_main_conf_t *pmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (pmcf->redis_deployment != NGX_PLATFORM_REDIS_SINGLE) {
+        return "is duplicate, or set with \"platform_redis_cluster\": "
+               "the module uses one Redis deployment";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || ngx_strlchr(value[1].data,
+                                         value[1].data + value[1].len, ':'))
+    {
+        return "needs the master's name first, then the sentinels";
+    }
+
+    pmcf->redis_master_name = value[1];
+
+    if (ngx_platform_redis_seeds(cf, pmcf, 2) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (pmcf->redis_seeds->nelts == 0) {
+        return "names no sentinel";
+    }
+
+    pmcf->redis_deployment = NGX_PLATFORM_REDIS_SENTINEL;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The addresses from argument first on; password=FILE (the data nodes')
+ * and sentinel_password=FILE (the sentinels') read now
+ */
+
+static char *
+ngx_platform_redis_seeds(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf,
+    ngx_uint_t first)
+{
+    ngx_str_t   *value, *seed, name, *password;
+    ngx_uint_t   i;
+
+    pmcf->redis_seeds = ngx_array_create(cf->pool, cf->args->nelts,
+                                         sizeof(ngx_str_t));
+    if (pmcf->redis_seeds == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = cf->args->elts;
+
+    for (i = first; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "password=", 9) == 0) {
+            name.data = value[i].data + 9;
+            name.len = value[i].len - 9;
+            password = &pmcf->redis_password;
+
+        } else if (ngx_strncmp(value[i].data, "sentinel_password=", 18) == 0
+                   && pmcf->redis_master_name.len)
+        {
+            name.data = value[i].data + 18;
+            name.len = value[i].len - 18;
+            password = &pmcf->redis_sentinel_password;
+
+        } else {
+            seed = ngx_array_push(pmcf->redis_seeds);
+            if (seed == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            *seed = value[i];
+            continue;
+        }
+
+        if (password->len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\": the password is set already",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_platform_redis_password_file(cf, &name, password)
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* the first line of the file, without its end of line */
+
+static char *
+ngx_platform_redis_password_file(ngx_conf_t *cf, ngx_str_t *name,
+    ngx_str_t *password)
+{
+    u_char  *p;
+
+    if (name->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "a password file is empty");
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, name, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_platform_conf_read_file(cf, name, 4096, "a password file",
+                                    password)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    p = ngx_strlchr(password->data, password->data + password->len, '\n');
+    if (p != NULL) {
+        password->len = p - password->data;
+    }
+
+    if (password->len && password->data[password->len - 1] == '\r') {
+        password->len--;
+    }
+
+    if (password->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "the password file \"%V\" holds no password",
+                           name);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+char *
 ngx_platform_redis_check_conf(ngx_conf_t *cf, ngx_platform_main_conf_t *pmcf)
 {
+    ngx_url_t                  u;
+    ngx_uint_t                 literal;
+    ngx_http_core_loc_conf_t  *clcf;
+
     if (pmcf->redis_deployment == NGX_PLATFORM_REDIS_CLUSTER) {
         return ngx_platform_redis_cluster_check_conf(cf, pmcf);
     }
 
-    ngx_url_t                  u;
-    ngx_uint_t                 literal;
-    ngx_http_core_loc_conf_t  *clcf;
+    if (pmcf->redis_deployment == NGX_PLATFORM_REDIS_SENTINEL) {
+        return ngx_platform_redis_sentinel_check_conf(cf, pmcf);
+    }
 
     if (ngx_platform_redis_is_unix(&pmcf->redis_addr)) {
         return NGX_CONF_OK;
@@ -632,6 +789,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     void                           *caller;
     ngx_int_t                       rc;
     ngx_uint_t                      attached;
+    redisReply                      held;
     ngx_platform_redis_node_t      *node;
     ngx_platform_redis_handler_pt   handler;
 
@@ -692,6 +850,26 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
         reply = NULL;
     }
 
+    if (cmd->waiting) {
+        reply = ngx_platform_redis_waited(cmd, reply, &held);
+
+    } else if (reply != NULL
+               && cmd->attached
+               && cmd->script != NULL
+               && cmd->script->durable != 0
+               && reply->type == REDIS_REPLY_INTEGER
+               && reply->integer == cmd->script->durable
+               && node->pmcf->redis_wait_replicas > 0
+               && node->replicas > 0
+               && !(ac->c.flags & REDIS_FREEING))
+    {
+        if (ngx_platform_redis_wait(ac, cmd, reply) == NGX_OK) {
+            return;
+        }
+
+        reply = NULL;
+    }
+
     if (reply != NULL) {
         ngx_platform_metrics_observe(NGX_PLATFORM_H_REDIS,
                                      ngx_current_msec - cmd->sent);
@@ -716,6 +894,84 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
     }
 
     handler(caller, reply, rc);
+}
+
+
+/*
+ * WAIT numreplicas timeout, on the connection the script ran on: its
+ * reply comes once the replicas have every write sent before it. The
+ * timeout leaves the command's deadline room to answer.
+ */
+
+static ngx_int_t
+ngx_platform_redis_wait(redisAsyncContext *ac, ngx_platform_redis_cmd_t *cmd,
+    redisReply *reply)
+{
+    u_char      buf[64], n[NGX_INT_T_LEN], ms[NGX_INT_T_LEN], *p;
+    size_t      argvlen[3];
+    const char *argv[3];
+
+    ngx_platform_main_conf_t  *pmcf;
+
+    pmcf = cmd->node->pmcf;
+
+    argv[0] = "WAIT";
+    argvlen[0] = 4;
+    /* a master without replicas has none to lose its writes to */
+
+    cmd->wait = ngx_min((ngx_uint_t) pmcf->redis_wait_replicas,
+                        cmd->node->replicas);
+
+    argv[1] = (const char *) n;
+    argvlen[1] = ngx_sprintf(n, "%ui", cmd->wait) - n;
+    argv[2] = (const char *) ms;
+    argvlen[2] = ngx_sprintf(ms, "%M", ngx_max(pmcf->redis_timeout / 2, 1))
+                 - ms;
+
+    p = ngx_platform_redis_format(buf, 3, argv, argvlen);
+
+    if (redisAsyncFormattedCommand(ac, ngx_platform_redis_reply, cmd,
+                                   (const char *) buf, p - buf)
+        != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cmd->held = reply->integer;
+    cmd->waiting = 1;
+
+    return NGX_OK;
+}
+
+
+/* the script's reply, if enough replicas have its writes; else NULL */
+
+static redisReply *
+ngx_platform_redis_waited(ngx_platform_redis_cmd_t *cmd, redisReply *reply,
+    redisReply *held)
+{
+    if (reply == NULL || reply->type != REDIS_REPLY_INTEGER
+        || reply->integer < (long long) cmd->wait)
+    {
+        if (cmd->attached) {
+            ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED,
+                                     NGX_LOG_ERR, cmd->log, 0,
+                                     "redis: a write reached %L of the %ui "
+                                     "replicas it waits for",
+                                     (reply && reply->type
+                                      == REDIS_REPLY_INTEGER)
+                                     ? reply->integer : 0,
+                                     cmd->wait);
+        }
+
+        return NULL;
+    }
+
+    ngx_memzero(held, sizeof(redisReply));
+    held->type = REDIS_REPLY_INTEGER;
+    held->integer = cmd->held;
+
+    return held;
 }
 
 

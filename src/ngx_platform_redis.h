@@ -47,6 +47,13 @@ ngx_int_t ngx_platform_redis_command(ngx_pool_t *pool, ngx_log_t *log,
 typedef struct {
     char                      *source;
     char                       sha1[41];   /* computed on first use */
+
+    /*
+     * The integer reply, if any, that reports a write which must survive
+     * a failover: it is held until platform_redis_wait_replicas replicas
+     * have the write (WAIT), else the caller gets NGX_PLATFORM_UNAVAILABLE
+     */
+    long long                  durable;
 } ngx_platform_redis_script_t;
 
 ngx_int_t ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
@@ -61,6 +68,13 @@ ngx_int_t ngx_platform_redis_eval(ngx_pool_t *pool, ngx_log_t *log,
  */
 char *ngx_platform_redis_check_conf(ngx_conf_t *cf,
     ngx_platform_main_conf_t *pmcf);
+
+/*
+ * platform_redis_sentinel MASTER HOST:PORT ... [password=FILE]
+ * [sentinel_password=FILE]
+ */
+char *ngx_platform_redis_sentinel_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 /* platform_redis_cluster HOST:PORT ...: the seed nodes */
 char *ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,

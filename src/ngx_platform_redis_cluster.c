@@ -143,6 +143,7 @@ ngx_platform_redis_cluster_init(ngx_cycle_t *cycle,
 
         node->cmd_timer.handler = cmd_timeout;
         node->backoff_max = NGX_PLATFORM_REDIS_CLUSTER_BACKOFF_MAX;
+        node->count_replicas = 1;
         node->ready_handler = ngx_platform_redis_cluster_ready;
         node->lost_handler = ngx_platform_redis_cluster_lost;
         node->data = cl;
@@ -439,6 +440,7 @@ ngx_platform_redis_cluster_add(ngx_platform_redis_cluster_t *cl,
 
     node->cmd_timer.handler = cl->cmd_timeout;
     node->backoff_max = NGX_PLATFORM_REDIS_CLUSTER_BACKOFF_MAX;
+    node->count_replicas = 1;
     node->ready_handler = ngx_platform_redis_cluster_ready;
     node->lost_handler = ngx_platform_redis_cluster_lost;
     node->data = cl;

@@ -34,6 +34,11 @@ static void ngx_platform_redis_node_on_connect(const redisAsyncContext *ac,
 static void ngx_platform_redis_node_setup_reply(redisAsyncContext *ac,
     void *data, void *privdata);
 static ngx_uint_t ngx_platform_redis_node_is_master(redisReply *reply);
+static void ngx_platform_redis_node_count(ngx_platform_redis_node_t *node,
+    redisReply *reply);
+static void ngx_platform_redis_node_role_handler(ngx_event_t *ev);
+static void ngx_platform_redis_node_role_reply(redisAsyncContext *ac,
+    void *data, void *privdata);
 static void ngx_platform_redis_node_set_ready(ngx_platform_redis_node_t *node);
 static void ngx_platform_redis_node_gone(ngx_platform_redis_node_t *node,
     redisAsyncContext *ac);
@@ -113,6 +118,11 @@ ngx_platform_redis_node_create(ngx_cycle_t *cycle, ngx_pool_t *pool,
     node->flush.data = &node->dummy;
     node->flush.log = cycle->log;
 
+    node->role_timer.handler = ngx_platform_redis_node_role_handler;
+    node->role_timer.data = &node->dummy;
+    node->role_timer.log = cycle->log;
+    node->role_timer.cancelable = 1;
+
     return node;
 }
 
@@ -133,6 +143,10 @@ ngx_platform_redis_node_set_addr(ngx_platform_redis_node_t *node,
     node->port = (int) port;
     node->path = NULL;
     node->name.len = 0;
+
+    /* another server: its replicas are its own */
+    node->replicas = 0;
+    node->replicas_seen = ngx_current_msec;
 
     node->addr.len = ngx_sprintf(node->addr.data, "%*s:%ui", len, host, port)
                      - node->addr.data;
@@ -193,6 +207,10 @@ ngx_platform_redis_node_close(ngx_platform_redis_node_t *node)
 
     if (node->reconnect_timer.timer_set) {
         ngx_del_timer(&node->reconnect_timer);
+    }
+
+    if (node->role_timer.timer_set) {
+        ngx_del_timer(&node->role_timer);
     }
 
     if (node->flush.posted) {
@@ -517,7 +535,7 @@ ngx_platform_redis_node_open(ngx_platform_redis_node_t *node)
         ngx_platform_redis_node_setup(node, "SELECT", 2, argv, argvlen);
     }
 
-    if (node->check_master) {
+    if (node->check_master || node->count_replicas) {
         argv[0] = "ROLE";
         argvlen[0] = 4;
 
@@ -659,7 +677,8 @@ ngx_platform_redis_node_setup_reply(redisAsyncContext *ac, void *data,
         return;
     }
 
-    if (privdata != NULL
+    if (node->check_master
+        && privdata != NULL
         && ngx_strcmp(privdata, "ROLE") == 0
         && !ngx_platform_redis_node_is_master(reply))
     {
@@ -671,20 +690,27 @@ ngx_platform_redis_node_setup_reply(redisAsyncContext *ac, void *data,
         return;
     }
 
+    if (privdata != NULL && ngx_strcmp(privdata, "ROLE") == 0) {
+        ngx_platform_redis_node_count(node, reply);
+    }
+
     if (node->setup_pending > 0 && --node->setup_pending == 0) {
         ngx_platform_redis_node_set_ready(node);
     }
 }
 
 
-/* ROLE answers an array whose first element is "master", "slave", ... */
+/*
+ * ROLE answers an array whose first element is "master", "slave", ...;
+ * a master's third is the array of its connected replicas
+ */
 
 static ngx_uint_t
 ngx_platform_redis_node_is_master(redisReply *reply)
 {
     redisReply  *role;
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3) {
         return 0;
     }
 
@@ -720,8 +746,96 @@ ngx_platform_redis_node_set_ready(ngx_platform_redis_node_t *node)
                       "redis: connected to \"%V\"", &node->addr);
     }
 
+    if ((node->check_master || node->count_replicas)
+        && !node->role_timer.timer_set)
+    {
+        ngx_add_timer(&node->role_timer, 1000);
+    }
+
     if (node->ready_handler) {
         node->ready_handler(node);
+    }
+}
+
+
+static void
+ngx_platform_redis_node_role_handler(ngx_event_t *ev)
+{
+    ngx_connection_t           *c;
+    ngx_platform_redis_node_t  *node;
+
+    c = ev->data;
+    node = c->data;
+
+    if (!ngx_platform_redis_node_usable(node)) {
+        /* set_ready() starts it again */
+        return;
+    }
+
+    if (redisAsyncCommand(node->ac, ngx_platform_redis_node_role_reply,
+                          node->ac, "ROLE")
+        == REDIS_OK)
+    {
+        ngx_add_timer(&node->role_timer, 1000);
+    }
+}
+
+
+static void
+ngx_platform_redis_node_role_reply(redisAsyncContext *ac, void *data,
+    void *privdata)
+{
+    redisReply  *reply = data;
+
+    ngx_platform_redis_node_t  *node;
+
+    node = ac->data;
+
+
+    if (reply == NULL || node == NULL || node->ac != ac || node->exiting) {
+        return;
+    }
+
+    if (node->check_master && !ngx_platform_redis_node_is_master(reply)) {
+        ngx_log_error(NGX_LOG_ERR, node->log, 0,
+                      "redis: \"%V\" is no longer a master, leaving it",
+                      &node->addr);
+
+        /* in a reply callback: freed once this returns */
+        ngx_platform_redis_node_drop(node);
+        return;
+    }
+
+    ngx_platform_redis_node_count(node, reply);
+}
+
+
+/*
+ * The replicas of a master, the most seen over the last few seconds at
+ * this address, reconnections included: a master that lost them, even
+ * reached again, may be one that a failover is leaving behind
+ */
+
+static void
+ngx_platform_redis_node_count(ngx_platform_redis_node_t *node,
+    redisReply *reply)
+{
+    ngx_uint_t  n;
+
+    n = 0;
+
+    if (ngx_platform_redis_node_is_master(reply)
+        && reply->element[2]->type == REDIS_REPLY_ARRAY)
+    {
+        n = reply->element[2]->elements;
+    }
+
+    if (n >= node->replicas
+        || ngx_current_msec - node->replicas_seen
+           > NGX_PLATFORM_REDIS_REPLICAS_MEMORY)
+    {
+        node->replicas = n;
+        node->replicas_seen = ngx_current_msec;
     }
 }
 

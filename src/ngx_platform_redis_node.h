@@ -26,6 +26,7 @@
 #define NGX_PLATFORM_REDIS_PORT         6379
 #define NGX_PLATFORM_REDIS_BACKOFF_MIN  500
 #define NGX_PLATFORM_REDIS_BACKOFF_MAX  10000
+#define NGX_PLATFORM_REDIS_REPLICAS_MEMORY  5000
 
 
 typedef struct ngx_platform_redis_node_s  ngx_platform_redis_node_t;
@@ -89,12 +90,30 @@ struct ngx_platform_redis_node_s {
     ngx_platform_redis_node_pt      lost_handler;
     void                           *data;
 
+    /*
+     * The replicas connected to it, as ROLE tells in the setup and then
+     * every second: the most seen over the last
+     * NGX_PLATFORM_REDIS_REPLICAS_MEMORY ms on this connection. A master
+     * that loses its replicas may be one that a failover is leaving
+     * behind: its writes still wait for them until that is over.
+     */
+    ngx_uint_t                      replicas;
+    ngx_msec_t                      replicas_seen;
+    ngx_event_t                     role_timer;
+
     unsigned                        ready:1;
     unsigned                        exiting:1;
     unsigned                        flushing:1;
 
-    /* the setup asks ROLE, and a server that is not a master is left */
+    /*
+     * The setup asks ROLE, and a server that is not a master is left;
+     * asked again every second, ROLE tells the replicas it has and a
+     * master demoted without a word
+     */
     unsigned                        check_master:1;
+
+    /* ROLE asked as above, to count the replicas, a replica kept */
+    unsigned                        count_replicas:1;
 
     /* a connection that ends is not made again, but on request */
     unsigned                        manual:1;

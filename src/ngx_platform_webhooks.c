@@ -143,7 +143,7 @@ static ngx_platform_redis_script_t  ngx_platform_webhooks_claim_script = {
     "end\n"
     "redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))\n"
     "return 0\n",
-    ""
+    "", 0
 };
 
 
@@ -154,7 +154,7 @@ static ngx_platform_redis_script_t  ngx_platform_webhooks_release_script = {
     "  return redis.call('DEL', KEYS[1])\n"
     "end\n"
     "return 0\n",
-    ""
+    "", 0
 };
 
 

@@ -121,7 +121,7 @@ is($s->redis('GET', 'k'), 'v', 'sentinel: with the key');
 like($s->redis_at($old, 'PING'), qr/Could not connect/,
      'sentinel: the old master is dead');
 
-$s->restart($old);
+$s->revive($old);
 like($s->redis_at($old, 'ROLE'), qr/\Aslave\n/,
      'sentinel: the old master back as a replica');
 

@@ -124,6 +124,10 @@ for my $tenant (@tenants) {
        "$tenant: the attempts counter is on the tenant's master");
 }
 
+# a tenant with a brace cannot have a hash tag: no code, never -CROSSSLOT
+is(otp('}x{', '246810'), 404, 'a tenant with braces: 404');
+is(otp('a}b', '246810'), 404, 'a tenant with a closing brace: 404');
+
 # webhooks: the claim key carries the name and tenant as its tag
 sub deliver {
     my ($id) = @_;

@@ -217,11 +217,18 @@ A separate redis-server; handle with C<stop>, C<start>, C<port>, C<addr>
 F<scripts/lib.sh>), it runs with C<maxmemory 256mb> and
 C<maxmemory-policy volatile-lru>, as the operator's guide advises.
 
+=item $t->start_pgbouncer(%opts)
+
+A PgBouncer of its own in transaction mode before the suite's PostgreSQL,
+or the one at C<pg_port> (and C<host>); C<pool_size> server connections
+per database and user (default 4). See L<Platform::Test::PgBouncer>.
+Stopped at the end.
+
 =item $t->start_redis_sentinel(%opts)
 
 A Redis master, a replica of it and three sentinels monitoring it, on
-free loopback ports, ready for a failover (C<master_name>, default
-C<platform>; C<password>; C<sentinel_password>; C<down_after> and
+free loopback ports, ready for a failover (C<master_name> or C<name>,
+default C<platform>; C<password>; C<sentinel_password>; C<down_after> and
 C<failover_timeout> in ms), see L<Platform::Test::RedisSentinel>. Stopped
 at the end.
 
@@ -1054,6 +1061,17 @@ sub start_private_redis {
     my ($self) = @_;
     my $n = @{$self->{private}} + 1;
     my $h = Platform::Test::Redis->new("$self->{testdir}/redis$n");
+    push @{$self->{private}}, $h;
+    return $h;
+}
+
+# a PgBouncer in transaction mode (Platform::Test::PgBouncer)
+sub start_pgbouncer {
+    my ($self, %opts) = @_;
+    require Platform::Test::PgBouncer;
+    my $n = @{$self->{private}} + 1;
+    my $h = Platform::Test::PgBouncer->new("$self->{testdir}/pgbouncer$n",
+                                           %opts);
     push @{$self->{private}}, $h;
     return $h;
 }

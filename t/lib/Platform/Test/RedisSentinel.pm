@@ -36,7 +36,8 @@ Each node's pid file is F<DIR/redisN/redis.pid> or F<DIR/sentinelN/redis.pid>,
 which the suite's cleanup finds when the directory's name starts with
 C<redis> and the test is interrupted; a killed node's pid file is removed.
 
-Options of C<new($dir, %opts)>: C<master_name> (default C<platform>),
+Options of C<new($dir, %opts)>: C<master_name> (or C<name>; default
+C<platform>),
 C<password> (C<requirepass> and C<masterauth> on both nodes,
 C<sentinel auth-pass> on the sentinels), C<sentinel_password>
 (C<requirepass> of the sentinels themselves), C<down_after> (ms, 1000),
@@ -94,10 +95,11 @@ result once the old master, which does not die, is a replica of the new
 one too (the sentinels make it one: writes there answer C<-READONLY>), or
 undef after C<$seconds> (default 10) in all.
 
-=item restart($addr)
+=item revive($addr)
 
 Starts a killed redis-server node again on its port, as a replica of the
-current master (as the sentinels would make it, at their next C<INFO>).
+current master (as the sentinels would make it, at their next C<INFO>),
+and returns once it is in sync and the sentinels see it (C<wait_ready>).
 
 =item stop
 
@@ -118,7 +120,7 @@ sub new {
 
     my $self = bless {
         dir               => $dir,
-        name              => $o{master_name} // 'platform',
+        name              => $o{master_name} // $o{name} // 'platform',
         password          => $o{password},
         sentinel_password => $o{sentinel_password},
         down_after        => $o{down_after} // 1000,
@@ -396,15 +398,19 @@ sub failover {
     return $took;
 }
 
-sub restart {
+sub revive {
     my ($self, $addr) = @_;
     my $n = $self->_node($addr);
     die "$addr is running\n" if $n->{pid} && Platform::Test::_alive($n->{pid});
     my ($port) = ($self->master // '') =~ /:(\d+)$/;
-    # a replica of the master at once (the sentinels would make it one,
-    # but only at their next INFO, 10 s later)
-    return $self->_start($n, $port && $port != $n->{port}
-                             ? ('--replicaof', '127.0.0.1', $port) : ());
+    # a replica of the master at once, as the sentinels would make it
+    $self->_start($n, $port && $port != $n->{port}
+                      ? ('--replicaof', '127.0.0.1', $port) : ());
+    Platform::Test::_wait(sub {
+        $self->_cli($n, 'INFO', 'replication') =~ /^master_link_status:up/m
+    }, 20) or die "the revived $addr is not in sync\n";
+    $self->wait_ready(20) or die "the sentinels do not see $addr again\n";
+    return $self;
 }
 
 sub stop {
