@@ -226,8 +226,10 @@ Stopped at the end.
 
 =item $t->start_redis_sentinel(%opts)
 
-A master, its replica and three sentinels of its own (C<name>, the master
-name, default C<platform>), see L<Platform::Test::RedisSentinel>. Stopped
+A Redis master, a replica of it and three sentinels monitoring it, on
+free loopback ports, ready for a failover (C<master_name> or C<name>,
+default C<platform>; C<password>; C<sentinel_password>; C<down_after> and
+C<failover_timeout> in ms), see L<Platform::Test::RedisSentinel>. Stopped
 at the end.
 
 =item $t->start_redis_cluster(%opts)
