@@ -128,7 +128,7 @@ $direct->run(<<"EOF");
     server {
         listen 127.0.0.1:%%PORT%%;
 
-        platform_jwt_key HS256 %%TESTDIR%%/../@{[ (split m{/}, $t->testdir)[-1] ]}/keys/hs256.key;
+        platform_jwt_key HS256 @{[ $t->testdir ]}/keys/hs256.key;
         platform_cache_time 0;
 
         include $top/conf/platform.conf;
