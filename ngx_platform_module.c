@@ -493,6 +493,15 @@ ngx_platform_postconfiguration(ngx_conf_t *cf)
 
     *h = ngx_platform_metrics_log_handler;
 
+    /* pushed last, it runs before limit_req and limit_conn */
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_platform_preaccess_handler;
+
     if (ngx_platform_filter_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }

@@ -68,6 +68,13 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 #define NGX_PLATFORM_OVER_SHARE      -102   /* caller's share in use: 429 */
 
 
+/* W3C Trace Context: a trace id and a span id, as lower-case hex */
+#define NGX_PLATFORM_TRACE_ID_LEN    32
+#define NGX_PLATFORM_SPAN_ID_LEN     16
+/* "00-<trace id>-<span id>-<flags>" */
+#define NGX_PLATFORM_TRACEPARENT_LEN 55
+
+
 /* families of the registry, at most */
 #define NGX_PLATFORM_FAMILIES_MAX    24
 
@@ -507,6 +514,17 @@ struct ngx_platform_ctx_s {
     ngx_str_t                  request_id;
     ngx_uint_t                 lang;
 
+    /*
+     * The trace context: the caller's trace id (else a new one), the
+     * span id of this request's work (traceresponse, the parent of its
+     * bureau call), the caller's flags, and its tracestate, passed on
+     * untouched (empty: none, or a new trace)
+     */
+    u_char                     trace_id[NGX_PLATFORM_TRACE_ID_LEN];
+    u_char                     span_id[NGX_PLATFORM_SPAN_ID_LEN];
+    u_char                     trace_flags[2];
+    ngx_str_t                  tracestate;
+
     /* captures then query arguments, checked; or set by the endpoint's
        code for its declared statement */
     ngx_str_t                  args[NGX_PLATFORM_MAX_ARGS];
@@ -610,6 +628,14 @@ void ngx_platform_check_broken_connection(ngx_http_request_t *r);
  */
 ngx_int_t ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail);
+
+/*
+ * The request's trace context as a traceparent value, "00-<trace id>-
+ * <its span id>-<flags>": its traceresponse, and the traceparent of a
+ * call it makes (the identity bureau's); in the request pool.
+ */
+ngx_int_t ngx_platform_traceparent(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_str_t *value);
 
 /* a request header by name (case-insensitive), or NULL */
 ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
@@ -743,6 +769,9 @@ size_t ngx_platform_json_unescape(u_char *text, size_t len);
 /* ngx_platform_http.c: request entry, inputs, body, operation */
 
 ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
+
+/* the preaccess phase's handler: the context of a module location's request */
+ngx_int_t ngx_platform_preaccess_handler(ngx_http_request_t *r);
 
 /*
  * The raw text of the body (ctx->body) is no longer needed: its memory

@@ -117,6 +117,33 @@ static size_t  ngx_platform_body_held;
 
 
 
+/*
+ * Before limit_req, limit_conn and the access phase: a request of a
+ * module location gets its context (request id, trace context) now, so
+ * that their log lines name the request as the module's own do
+ */
+
+ngx_int_t
+ngx_platform_preaccess_handler(ngx_http_request_t *r)
+{
+    ngx_platform_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (r != r->main || plcf->family == NULL
+        || ngx_platform_get_ctx(r) != NULL)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_platform_create_ctx(r, plcf->family) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_DECLINED;
+}
+
+
 ngx_int_t
 ngx_platform_handler(ngx_http_request_t *r)
 {
@@ -136,9 +163,15 @@ ngx_platform_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx = ngx_platform_create_ctx(r, plcf->family);
+    /* made before the access phases already */
+
+    ctx = ngx_platform_get_ctx(r);
+
     if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        ctx = ngx_platform_create_ctx(r, plcf->family);
+        if (ctx == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     rc = ngx_platform_route(r, ctx, plcf->routes);
