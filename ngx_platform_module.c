@@ -474,6 +474,10 @@ ngx_platform_preconfiguration(ngx_conf_t *cf)
         ngx_platform_families[i]->index = i;
     }
 
+    if (ngx_platform_operation_ids_init(cf->log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
 }
 

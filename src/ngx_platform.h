@@ -797,6 +797,18 @@ ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
 ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_array_t *routes);
 
+/*
+ * The operationIds of the endpoints of the registry, as the OpenAPI
+ * document names them: made once per process, when the configuration
+ * loads first
+ */
+ngx_int_t ngx_platform_operation_ids_init(ngx_log_t *log);
+
+/* an endpoint's operationId (head: of the HEAD of a GET), or NULL */
+ngx_str_t *ngx_platform_operation_id(ngx_platform_endpoint_t *ep,
+    ngx_uint_t head);
+
+
 
 /* ngx_platform_openapi.c: the OpenAPI document (platform_openapi) */
 
