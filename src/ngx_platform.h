@@ -965,6 +965,19 @@ ngx_int_t ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc);
 ngx_int_t ngx_platform_authenticate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_resume_pt resume);
 
+/*
+ * Who the request's credentials name, as far as that is known without
+ * waiting, for $platform_tenant and $platform_credential read before
+ * the content handler (limit_req in the preaccess phase): the tenant and
+ * the token's sub or the API key's id into id. A bearer token is
+ * verified (or found in the worker's cache), an API key found in the
+ * worker's cache; with no credential required by the route, the
+ * tenantId header. Nothing is logged, counted or cached; a credential
+ * that would be refused names nobody. NGX_OK, or NGX_ERROR.
+ */
+ngx_int_t ngx_platform_auth_peek(ngx_http_request_t *r,
+    ngx_platform_identity_t *id);
+
 char *ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
     ngx_platform_loc_conf_t *conf);
 ngx_int_t ngx_platform_auth_init_process(ngx_cycle_t *cycle);
