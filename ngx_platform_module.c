@@ -478,6 +478,10 @@ ngx_platform_preconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_platform_variables_add(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
 }
 

@@ -68,6 +68,39 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 #define NGX_PLATFORM_OVER_SHARE      -102   /* caller's share in use: 429 */
 
 
+/*
+ * Why a request failed, for $platform_error (ngx_platform_variables.c
+ * holds their names): set where the status alone does not tell
+ * (ngx_platform_fail_reason()), else taken from the status
+ */
+#define NGX_PLATFORM_E_NONE                0
+#define NGX_PLATFORM_E_BAD_REQUEST         1    /* nginx's own 400 */
+#define NGX_PLATFORM_E_VALIDATION          2
+#define NGX_PLATFORM_E_INVALID_JSON        3
+#define NGX_PLATFORM_E_BODY_TOO_COMPLEX    4
+#define NGX_PLATFORM_E_UNAUTHORIZED        5
+#define NGX_PLATFORM_E_FORBIDDEN           6
+#define NGX_PLATFORM_E_NOT_FOUND           7
+#define NGX_PLATFORM_E_METHOD_NOT_ALLOWED  8
+#define NGX_PLATFORM_E_CLIENT_TIMEOUT      9
+#define NGX_PLATFORM_E_CONFLICT            10
+#define NGX_PLATFORM_E_BODY_TOO_LARGE      11
+#define NGX_PLATFORM_E_UNSUPPORTED_MEDIA   12
+#define NGX_PLATFORM_E_RATE_LIMITED        13
+#define NGX_PLATFORM_E_OVER_SHARE          14
+#define NGX_PLATFORM_E_CLIENT_CLOSED       15
+#define NGX_PLATFORM_E_INTERNAL            16
+#define NGX_PLATFORM_E_UPSTREAM_ERROR      17
+#define NGX_PLATFORM_E_BACKEND_UNAVAILABLE 18
+#define NGX_PLATFORM_E_BACKEND_TIMEOUT     19
+#define NGX_PLATFORM_E_LOCK_TIMEOUT        20
+#define NGX_PLATFORM_E_OVERLOADED          21
+#define NGX_PLATFORM_E_UPSTREAM_TIMEOUT    22
+#define NGX_PLATFORM_E_CLIENT_ERROR        23   /* another 4xx */
+#define NGX_PLATFORM_E_SERVER_ERROR        24   /* another 5xx */
+#define NGX_PLATFORM_E_SERVICE_UNAVAILABLE 25   /* nginx's own 503 */
+
+
 /* W3C Trace Context: a trace id and a span id, as lower-case hex */
 #define NGX_PLATFORM_TRACE_ID_LEN    32
 #define NGX_PLATFORM_SPAN_ID_LEN     16
@@ -525,6 +558,18 @@ struct ngx_platform_ctx_s {
     u_char                     trace_flags[2];
     ngx_str_t                  tracestate;
 
+    /*
+     * Time spent waiting on each backend, in nanoseconds, and the waits:
+     * statements and commands, from their send to their completion
+     */
+    uint64_t                   pg_time;
+    uint64_t                   redis_time;
+    ngx_uint_t                 pg_waits;
+    ngx_uint_t                 redis_waits;
+
+    /* a rate limit's wait started then (ngx_platform_clock()); 0: none */
+    uint64_t                   limit_wait;
+
     /* captures then query arguments, checked; or set by the endpoint's
        code for its declared statement */
     ngx_str_t                  args[NGX_PLATFORM_MAX_ARGS];
@@ -570,6 +615,7 @@ struct ngx_platform_ctx_s {
     ngx_uint_t                 error_status;
     const char                *error_message;
     const char                *error_detail;
+    ngx_uint_t                 error_reason;   /* NGX_PLATFORM_E_* */
 
     /* what continues the request once authentication has waited */
     ngx_platform_resume_pt     resume;
@@ -628,6 +674,24 @@ void ngx_platform_check_broken_connection(ngx_http_request_t *r);
  */
 ngx_int_t ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail);
+
+/*
+ * The same with the reason of $platform_error (NGX_PLATFORM_E_*) where
+ * the status does not tell it
+ */
+ngx_int_t ngx_platform_fail_reason(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_uint_t reason, const char *message, const char *detail);
+
+/* a monotonic clock in nanoseconds, for the backends' waits */
+uint64_t ngx_platform_clock(void);
+
+/*
+ * A wait on a backend (NGX_PLATFORM_BACKEND_PG or _REDIS) that started
+ * at start (ngx_platform_clock()) has ended: counted in the request's
+ * $platform_pg_time or $platform_redis_time
+ */
+void ngx_platform_waited(ngx_http_request_t *r, ngx_uint_t backend,
+    uint64_t start);
 
 /*
  * The request's trace context as a traceparent value, "00-<trace id>-
@@ -808,6 +872,10 @@ ngx_int_t ngx_platform_operation_ids_init(ngx_log_t *log);
 ngx_str_t *ngx_platform_operation_id(ngx_platform_endpoint_t *ep,
     ngx_uint_t head);
 
+
+/* ngx_platform_variables.c: $platform_* variables */
+
+ngx_int_t ngx_platform_variables_add(ngx_conf_t *cf);
 
 
 /* ngx_platform_openapi.c: the OpenAPI document (platform_openapi) */

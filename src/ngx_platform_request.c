@@ -2,9 +2,9 @@
 /*
  * ngx_platform: the floor under every layer. What a request carries (its
  * context with its request id, trace context and language, its recorded
- * error), a client that leaves while the request waits, and the checks of
- * request text that any layer may use: headers, names, uuids, UTF-8. It
- * uses no other file of the module.
+ * error, its waits on the backends), a client that leaves while the
+ * request waits, and the checks of request text that any layer may use:
+ * headers, names, uuids, UTF-8. It uses no other file of the module.
  */
 
 
@@ -445,9 +445,64 @@ ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
         ctx->error_status = status;
         ctx->error_message = message;
         ctx->error_detail = detail;
+        ctx->error_reason = NGX_PLATFORM_E_NONE;
     }
 
     return status;
+}
+
+
+ngx_int_t
+ngx_platform_fail_reason(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_uint_t reason, const char *message, const char *detail)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    (void) ngx_platform_fail(r, status, message, detail);
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx) {
+        ctx->error_reason = reason;
+    }
+
+    return status;
+}
+
+
+uint64_t
+ngx_platform_clock(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+
+void
+ngx_platform_waited(ngx_http_request_t *r, ngx_uint_t backend, uint64_t start)
+{
+    uint64_t             t;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_platform_module);
+
+    if (ctx == NULL) {
+        return;
+    }
+
+    t = ngx_platform_clock() - start;
+
+    if (backend == NGX_PLATFORM_BACKEND_PG) {
+        ctx->pg_time += t;
+        ctx->pg_waits++;
+
+    } else {
+        ctx->redis_time += t;
+        ctx->redis_waits++;
+    }
 }
 
 
