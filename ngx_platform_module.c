@@ -499,6 +499,14 @@ ngx_platform_preconfiguration(ngx_conf_t *cf)
         ngx_platform_families[i]->index = i;
     }
 
+    if (ngx_platform_operation_ids_init(cf->log) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_platform_variables_add(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return NGX_OK;
 }
 
@@ -517,6 +525,15 @@ ngx_platform_postconfiguration(ngx_conf_t *cf)
     }
 
     *h = ngx_platform_metrics_log_handler;
+
+    /* pushed last, it runs before limit_req and limit_conn */
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_platform_preaccess_handler;
 
     if (ngx_platform_filter_init(cf) != NGX_OK) {
         return NGX_ERROR;

@@ -68,6 +68,46 @@ typedef struct ngx_platform_rate_limit_s ngx_platform_rate_limit_t;
 #define NGX_PLATFORM_OVER_SHARE      -102   /* caller's share in use: 429 */
 
 
+/*
+ * Why a request failed, for $platform_error (ngx_platform_variables.c
+ * holds their names): set where the status alone does not tell
+ * (ngx_platform_fail_reason()), else taken from the status
+ */
+#define NGX_PLATFORM_E_NONE                0
+#define NGX_PLATFORM_E_BAD_REQUEST         1    /* nginx's own 400 */
+#define NGX_PLATFORM_E_VALIDATION          2
+#define NGX_PLATFORM_E_INVALID_JSON        3
+#define NGX_PLATFORM_E_BODY_TOO_COMPLEX    4
+#define NGX_PLATFORM_E_UNAUTHORIZED        5
+#define NGX_PLATFORM_E_FORBIDDEN           6
+#define NGX_PLATFORM_E_NOT_FOUND           7
+#define NGX_PLATFORM_E_METHOD_NOT_ALLOWED  8
+#define NGX_PLATFORM_E_CLIENT_TIMEOUT      9
+#define NGX_PLATFORM_E_CONFLICT            10
+#define NGX_PLATFORM_E_BODY_TOO_LARGE      11
+#define NGX_PLATFORM_E_UNSUPPORTED_MEDIA   12
+#define NGX_PLATFORM_E_RATE_LIMITED        13
+#define NGX_PLATFORM_E_OVER_SHARE          14
+#define NGX_PLATFORM_E_CLIENT_CLOSED       15
+#define NGX_PLATFORM_E_INTERNAL            16
+#define NGX_PLATFORM_E_UPSTREAM_ERROR      17
+#define NGX_PLATFORM_E_BACKEND_UNAVAILABLE 18
+#define NGX_PLATFORM_E_BACKEND_TIMEOUT     19
+#define NGX_PLATFORM_E_LOCK_TIMEOUT        20
+#define NGX_PLATFORM_E_OVERLOADED          21
+#define NGX_PLATFORM_E_UPSTREAM_TIMEOUT    22
+#define NGX_PLATFORM_E_CLIENT_ERROR        23   /* another 4xx */
+#define NGX_PLATFORM_E_SERVER_ERROR        24   /* another 5xx */
+#define NGX_PLATFORM_E_SERVICE_UNAVAILABLE 25   /* nginx's own 503 */
+
+
+/* W3C Trace Context: a trace id and a span id, as lower-case hex */
+#define NGX_PLATFORM_TRACE_ID_LEN    32
+#define NGX_PLATFORM_SPAN_ID_LEN     16
+/* "00-<trace id>-<span id>-<flags>" */
+#define NGX_PLATFORM_TRACEPARENT_LEN 55
+
+
 /* families of the registry, at most */
 #define NGX_PLATFORM_FAMILIES_MAX    24
 
@@ -513,6 +553,29 @@ struct ngx_platform_ctx_s {
     ngx_str_t                  request_id;
     ngx_uint_t                 lang;
 
+    /*
+     * The trace context: the caller's trace id (else a new one), the
+     * span id of this request's work (traceresponse, the parent of its
+     * bureau call), the caller's flags, and its tracestate, passed on
+     * untouched (empty: none, or a new trace)
+     */
+    u_char                     trace_id[NGX_PLATFORM_TRACE_ID_LEN];
+    u_char                     span_id[NGX_PLATFORM_SPAN_ID_LEN];
+    u_char                     trace_flags[2];
+    ngx_str_t                  tracestate;
+
+    /*
+     * Time spent waiting on each backend, in nanoseconds, and the waits:
+     * statements and commands, from their send to their completion
+     */
+    uint64_t                   pg_time;
+    uint64_t                   redis_time;
+    ngx_uint_t                 pg_waits;
+    ngx_uint_t                 redis_waits;
+
+    /* a rate limit's wait started then (ngx_platform_clock()); 0: none */
+    uint64_t                   limit_wait;
+
     /* captures then query arguments, checked; or set by the endpoint's
        code for its declared statement */
     ngx_str_t                  args[NGX_PLATFORM_MAX_ARGS];
@@ -558,6 +621,7 @@ struct ngx_platform_ctx_s {
     ngx_uint_t                 error_status;
     const char                *error_message;
     const char                *error_detail;
+    ngx_uint_t                 error_reason;   /* NGX_PLATFORM_E_* */
 
     /* what continues the request once authentication has waited */
     ngx_platform_resume_pt     resume;
@@ -616,6 +680,32 @@ void ngx_platform_check_broken_connection(ngx_http_request_t *r);
  */
 ngx_int_t ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
     const char *message, const char *detail);
+
+/*
+ * The same with the reason of $platform_error (NGX_PLATFORM_E_*) where
+ * the status does not tell it
+ */
+ngx_int_t ngx_platform_fail_reason(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_uint_t reason, const char *message, const char *detail);
+
+/* a monotonic clock in nanoseconds, for the backends' waits */
+uint64_t ngx_platform_clock(void);
+
+/*
+ * A wait on a backend (NGX_PLATFORM_BACKEND_PG or _REDIS) that started
+ * at start (ngx_platform_clock()) has ended: counted in the request's
+ * $platform_pg_time or $platform_redis_time
+ */
+void ngx_platform_waited(ngx_http_request_t *r, ngx_uint_t backend,
+    uint64_t start);
+
+/*
+ * The request's trace context as a traceparent value, "00-<trace id>-
+ * <its span id>-<flags>": its traceresponse, and the traceparent of a
+ * call it makes (the identity bureau's); in the request pool.
+ */
+ngx_int_t ngx_platform_traceparent(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, ngx_str_t *value);
 
 /* a request header by name (case-insensitive), or NULL */
 ngx_table_elt_t *ngx_platform_header(ngx_http_request_t *r, char *name);
@@ -750,6 +840,9 @@ size_t ngx_platform_json_unescape(u_char *text, size_t len);
 
 ngx_int_t ngx_platform_handler(ngx_http_request_t *r);
 
+/* the preaccess phase's handler: the context of a module location's request */
+ngx_int_t ngx_platform_preaccess_handler(ngx_http_request_t *r);
+
 /*
  * The raw text of the body (ctx->body) is no longer needed: its memory
  * is freed at once, for an endpoint that holds a large document in
@@ -773,6 +866,22 @@ ngx_array_t *ngx_platform_compile_routes(ngx_conf_t *cf,
  */
 ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_array_t *routes);
+
+/*
+ * The operationIds of the endpoints of the registry, as the OpenAPI
+ * document names them: made once per process, when the configuration
+ * loads first
+ */
+ngx_int_t ngx_platform_operation_ids_init(ngx_log_t *log);
+
+/* an endpoint's operationId (head: of the HEAD of a GET), or NULL */
+ngx_str_t *ngx_platform_operation_id(ngx_platform_endpoint_t *ep,
+    ngx_uint_t head);
+
+
+/* ngx_platform_variables.c: $platform_* variables */
+
+ngx_int_t ngx_platform_variables_add(ngx_conf_t *cf);
 
 
 /* ngx_platform_openapi.c: the OpenAPI document (platform_openapi) */
@@ -929,6 +1038,19 @@ ngx_int_t ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc);
  */
 ngx_int_t ngx_platform_authenticate(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_resume_pt resume);
+
+/*
+ * Who the request's credentials name, as far as that is known without
+ * waiting, for $platform_tenant and $platform_credential read before
+ * the content handler (limit_req in the preaccess phase): the tenant and
+ * the token's sub or the API key's id into id. A bearer token is
+ * verified (or found in the worker's cache), an API key found in the
+ * worker's cache; with no credential required by the route, the
+ * tenantId header. Nothing is logged, counted or cached; a credential
+ * that would be refused names nobody. NGX_OK, or NGX_ERROR.
+ */
+ngx_int_t ngx_platform_auth_peek(ngx_http_request_t *r,
+    ngx_platform_identity_t *id);
 
 char *ngx_platform_auth_merge(ngx_conf_t *cf, ngx_platform_loc_conf_t *prev,
     ngx_platform_loc_conf_t *conf);

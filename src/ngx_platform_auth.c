@@ -85,8 +85,14 @@ static ngx_uint_t ngx_platform_auth_bearer_present(ngx_http_request_t *r,
     ngx_platform_loc_conf_t *plcf, ngx_uint_t policy);
 static ngx_table_elt_t *ngx_platform_auth_bearer_header(
     ngx_http_request_t *r);
+static ngx_int_t ngx_platform_auth_token(ngx_table_elt_t *h,
+    ngx_str_t *token);
 static ngx_int_t ngx_platform_auth_bearer(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_loc_conf_t *plcf);
+static ngx_int_t ngx_platform_auth_peek_bearer(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_platform_identity_t *id);
+static ngx_int_t ngx_platform_auth_peek_apikey(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_platform_identity_t *id);
 static ngx_int_t ngx_platform_auth_invalid_token(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, const char *reason);
 static ngx_int_t ngx_platform_auth_apikey(ngx_http_request_t *r,
@@ -184,6 +190,165 @@ ngx_platform_authenticate(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
 }
 
 
+/*
+ * Before the content handler: the route's policy as the handler will
+ * find it, then the credentials it requires, or the tenantId header
+ * when it requires none. Nothing here logs, counts, caches or waits.
+ */
+
+ngx_int_t
+ngx_platform_auth_peek(ngx_http_request_t *r, ngx_platform_identity_t *id)
+{
+    ngx_int_t                 rc;
+    ngx_uint_t                policy;
+    ngx_table_elt_t          *h;
+    ngx_platform_ctx_t        routed;
+    ngx_platform_loc_conf_t  *plcf;
+
+    ngx_memzero(id, sizeof(ngx_platform_identity_t));
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (plcf == NULL || plcf->family == NULL || plcf->routes == NULL) {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&routed, sizeof(ngx_platform_ctx_t));
+
+    rc = ngx_platform_route(r, &routed, plcf->routes);
+
+    if (rc != NGX_OK) {
+        /* no such route: nobody; out of memory: an error */
+        return (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) ? NGX_ERROR : NGX_OK;
+    }
+
+    policy = ngx_platform_auth_policy_of(plcf, routed.endpoint);
+
+    if ((policy & NGX_PLATFORM_AUTH_BEARER)
+        || ngx_platform_auth_bearer_present(r, plcf, policy))
+    {
+        /* the token's tenant; an API key, if required, must agree */
+        return ngx_platform_auth_peek_bearer(r, plcf, id);
+    }
+
+    if (policy & NGX_PLATFORM_AUTH_APIKEY) {
+        return ngx_platform_auth_peek_apikey(r, plcf, id);
+    }
+
+    h = ngx_platform_header(r, "tenantId");
+
+    if (h && ngx_platform_name_valid(h->value.data, h->value.len)) {
+        id->tenant = h->value;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_platform_auth_peek_bearer(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_platform_identity_t *id)
+{
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    ngx_str_t                   token, values[NGX_PLATFORM_AUTH_VALUES];
+    ngx_table_elt_t            *h;
+    ngx_platform_jwt_claims_t   claims;
+    ngx_platform_auth_entry_t  *e;
+
+    h = ngx_platform_auth_bearer_header(r);
+
+    if (h == NULL || ngx_platform_auth_token(h, &token) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    if (plcf->jwt_cache && ngx_platform_auth_ready) {
+
+        if (ngx_platform_auth_digest(&token, digest) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        e = ngx_platform_auth_cache_find(&ngx_platform_auth_tokens, plcf,
+                                         digest);
+
+        if (e && ngx_time() < e->expires) {
+            if (ngx_platform_auth_copy(r, e->values, values) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            id->tenant = values[NGX_PLATFORM_AUTH_V_TENANT];
+            id->subject = values[NGX_PLATFORM_AUTH_V_SUBJECT];
+            return NGX_OK;
+        }
+    }
+
+    /* the handler verifies it again, and caches it */
+
+    if (ngx_platform_jwt_verify(r, plcf, &token, &claims) == NULL) {
+        id->tenant = claims.tenant;
+        id->subject = claims.subject;
+    }
+
+    return NGX_OK;
+}
+
+
+/* only a key the worker has looked up: a lookup would wait */
+
+static ngx_int_t
+ngx_platform_auth_peek_apikey(ngx_http_request_t *r,
+    ngx_platform_loc_conf_t *plcf, ngx_platform_identity_t *id)
+{
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    u_char                      id_digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    ngx_str_t                   key_id, values[NGX_PLATFORM_AUTH_VALUES];
+    ngx_table_elt_t            *h;
+    ngx_platform_auth_entry_t  *e;
+
+    h = ngx_platform_header(r, "apiKey");
+
+    if (h == NULL || h->value.len != NGX_PLATFORM_APIKEY_LEN
+        || ngx_strncmp(h->value.data, NGX_PLATFORM_APIKEY_PREFIX,
+                       sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1)
+           != 0
+        || !ngx_platform_auth_ready)
+    {
+        return NGX_OK;
+    }
+
+    key_id.data = h->value.data + sizeof(NGX_PLATFORM_APIKEY_PREFIX) - 1;
+    key_id.len = NGX_PLATFORM_APIKEY_ID_LEN;
+
+    if (ngx_platform_auth_digest(&key_id, id_digest) != NGX_OK
+        || ngx_platform_auth_digest(&h->value, digest) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    e = ngx_platform_auth_cache_find(&ngx_platform_auth_keys, NULL,
+                                     id_digest);
+
+    if (e == NULL || ngx_current_msec - e->fetched >= plcf->apikey_cache_time
+        || !e->valid
+        || CRYPTO_memcmp(digest, e->stored, NGX_PLATFORM_AUTH_DIGEST_LEN) != 0)
+    {
+        return NGX_OK;
+    }
+
+    if (ngx_platform_auth_copy(r, e->values, values) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_platform_name_valid(values[NGX_PLATFORM_AUTH_V_TENANT].data,
+                                values[NGX_PLATFORM_AUTH_V_TENANT].len))
+    {
+        id->tenant = values[NGX_PLATFORM_AUTH_V_TENANT];
+        id->key_id = values[NGX_PLATFORM_AUTH_V_SUBJECT];
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_uint_t
 ngx_platform_auth_policy_of(ngx_platform_loc_conf_t *plcf,
     ngx_platform_endpoint_t *ep)
@@ -236,26 +401,12 @@ ngx_platform_auth_bearer_header(ngx_http_request_t *r)
 }
 
 
-/* bearer tokens */
+/* the token of an Authorization: Bearer header: NGX_OK, or none */
 
 static ngx_int_t
-ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
-    ngx_platform_loc_conf_t *plcf)
+ngx_platform_auth_token(ngx_table_elt_t *h, ngx_str_t *token)
 {
-    u_char                     *p, *end;
-    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
-    ngx_str_t                   token, values[NGX_PLATFORM_AUTH_VALUES];
-    const char                 *reason;
-    ngx_table_elt_t            *h;
-    ngx_platform_jwt_claims_t   claims;
-    ngx_platform_auth_entry_t  *e;
-
-    h = ngx_platform_auth_bearer_header(r);
-
-    if (h == NULL) {
-        return ngx_platform_auth_unauthorized(r, "Authentication required.",
-                                              "A bearer token is required.");
-    }
+    u_char  *p, *end;
 
     p = h->value.data + sizeof("Bearer ") - 1;
     end = h->value.data + h->value.len;
@@ -269,12 +420,35 @@ ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     }
 
     if (p == end) {
+        return NGX_DECLINED;
+    }
+
+    token->data = p;
+    token->len = end - p;
+
+    return NGX_OK;
+}
+
+
+/* bearer tokens */
+
+static ngx_int_t
+ngx_platform_auth_bearer(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_platform_loc_conf_t *plcf)
+{
+    u_char                      digest[NGX_PLATFORM_AUTH_DIGEST_LEN];
+    ngx_str_t                   token, values[NGX_PLATFORM_AUTH_VALUES];
+    const char                 *reason;
+    ngx_table_elt_t            *h;
+    ngx_platform_jwt_claims_t   claims;
+    ngx_platform_auth_entry_t  *e;
+
+    h = ngx_platform_auth_bearer_header(r);
+
+    if (h == NULL || ngx_platform_auth_token(h, &token) != NGX_OK) {
         return ngx_platform_auth_unauthorized(r, "Authentication required.",
                                               "A bearer token is required.");
     }
-
-    token.data = p;
-    token.len = end - p;
 
     e = NULL;
 

@@ -117,6 +117,33 @@ static size_t  ngx_platform_body_held;
 
 
 
+/*
+ * Before limit_req, limit_conn and the access phase: a request of a
+ * module location gets its context (request id, trace context) now, so
+ * that their log lines name the request as the module's own do
+ */
+
+ngx_int_t
+ngx_platform_preaccess_handler(ngx_http_request_t *r)
+{
+    ngx_platform_loc_conf_t  *plcf;
+
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
+    if (r != r->main || plcf->family == NULL
+        || ngx_platform_get_ctx(r) != NULL)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_platform_create_ctx(r, plcf->family) == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_DECLINED;
+}
+
+
 ngx_int_t
 ngx_platform_handler(ngx_http_request_t *r)
 {
@@ -136,9 +163,15 @@ ngx_platform_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx = ngx_platform_create_ctx(r, plcf->family);
+    /* made before the access phases, or by a variable read earlier */
+
+    ctx = ngx_platform_get_ctx(r);
+
     if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        ctx = ngx_platform_create_ctx(r, plcf->family);
+        if (ctx == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
     }
 
     rc = ngx_platform_route(r, ctx, plcf->routes);
@@ -194,6 +227,15 @@ ngx_platform_admit(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
     }
 
+    /*
+     * a rate limit's wait is a wait on Redis, timed until it resumes (an
+     * API key's lookup is timed by the runner)
+     */
+
+    if (rc == NGX_DONE && ctx->step - 1 != NGX_PLATFORM_STEP_CREDENTIALS) {
+        ctx->limit_wait = ngx_platform_clock();
+    }
+
     return rc;
 }
 
@@ -208,6 +250,11 @@ ngx_platform_continue(ngx_http_request_t *r, ngx_int_t rc)
     ctx = ngx_platform_get_ctx(r);
 
     r->read_event_handler = ngx_http_block_reading;
+
+    if (ctx->limit_wait) {
+        ngx_platform_waited(r, NGX_PLATFORM_BACKEND_REDIS, ctx->limit_wait);
+        ctx->limit_wait = 0;
+    }
 
     if (rc == NGX_OK) {
         rc = ngx_platform_admit(r, ctx);
@@ -810,13 +857,15 @@ ngx_platform_body_done(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     }
 
     if (bw->too_complex == NGX_PLATFORM_JSON_TOO_DEEP) {
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+        return ngx_platform_fail_reason(r, NGX_HTTP_BAD_REQUEST,
+                                 NGX_PLATFORM_E_BODY_TOO_COMPLEX,
                                  "The request body nests too deeply.",
                                  "JSON bodies nest at most 64 levels.");
     }
 
     if (bw->too_complex == NGX_PLATFORM_JSON_TOO_MANY) {
-        return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
+        return ngx_platform_fail_reason(r, NGX_HTTP_BAD_REQUEST,
+                                 NGX_PLATFORM_E_BODY_TOO_COMPLEX,
                                  "The request body has too many members.",
                                  "JSON bodies hold at most 10000 members "
                                  "(object members and array elements).");
@@ -832,6 +881,11 @@ ngx_platform_body_done(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     rc = ngx_platform_check_body(r, ctx, bw->json, &bw->error);
 
     if (rc != NGX_OK) {
+        if (bw->json == NULL && rc == (ngx_int_t) ctx->error_status) {
+            /* not JSON at all: the validator told where */
+            ctx->error_reason = NGX_PLATFORM_E_INVALID_JSON;
+        }
+
         return rc;
     }
 
@@ -924,9 +978,10 @@ ngx_platform_body_admit(ngx_http_request_t *r, off_t len, size_t *cost)
                              "platform_body_memory %uz held", len,
                              ngx_platform_body_held, budget);
 
-    return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                             "Service temporarily unavailable.",
-                             NGX_PLATFORM_BODY_BUSY);
+    return ngx_platform_fail_reason(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                    NGX_PLATFORM_E_OVERLOADED,
+                                    "Service temporarily unavailable.",
+                                    NGX_PLATFORM_BODY_BUSY);
 }
 
 

@@ -646,6 +646,12 @@ ngx_platform_identity_ask(ngx_http_request_t *r,
                                          ngx_platform_identity_budgeted);
         if (rc != NGX_OK) {
             /* NGX_DONE: asked again once Redis has answered; or 429 */
+
+            if (rc == NGX_DONE) {
+                /* a wait on Redis, for $platform_redis_time */
+                ctx->limit_wait = ngx_platform_clock();
+            }
+
             return rc;
         }
     }
@@ -692,6 +698,11 @@ ngx_platform_identity_budgeted(ngx_http_request_t *r, ngx_int_t rc)
 
     c = r->connection;
     ctx = ngx_platform_get_ctx(r);
+
+    if (ctx->limit_wait) {
+        ngx_platform_waited(r, NGX_PLATFORM_BACKEND_REDIS, ctx->limit_wait);
+        ctx->limit_wait = 0;
+    }
 
     if (rc == NGX_OK) {
         rc = ngx_platform_identity_ask(r, ctx->data);

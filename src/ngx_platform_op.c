@@ -5,7 +5,10 @@
  * parameters taken from the request's checked inputs, its result turned
  * into the answer it declares. This is also the one place that maps what
  * a backend answered (SQLSTATEs, Redis error replies, down, timed out)
- * to an HTTP status.
+ * to an HTTP status, and the one place that times the request's waits on
+ * the backends ($platform_pg_time, $platform_redis_time): each call into
+ * a transport goes through a wait whose completion counts the time
+ * before it calls the caller's handler.
  */
 
 
@@ -17,6 +20,20 @@
 #include "ngx_platform_op.h"
 
 
+/* a call into a transport, timed from its send to its completion */
+typedef struct {
+    ngx_http_request_t                *request;
+    ngx_platform_pg_handler_pt         pg;
+    ngx_platform_redis_handler_pt      redis;
+    uint64_t                           start;
+} ngx_platform_wait_t;
+
+
+static ngx_platform_wait_t *ngx_platform_wait(ngx_http_request_t *r);
+static void ngx_platform_pg_waited(void *data, ngx_platform_pg_op_t *op,
+    PGresult *res, ngx_int_t rc);
+static void ngx_platform_redis_waited(void *data, redisReply *reply,
+    ngx_int_t rc);
 static ngx_int_t ngx_platform_sql_send(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
 static ngx_int_t ngx_platform_counted(ngx_http_request_t *r, ngx_int_t rc);
@@ -59,6 +76,7 @@ ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     ngx_str_t                 params[NGX_PLATFORM_MAX_PARAMS];
     ngx_uint_t                src;
     ngx_platform_sql_t       *sql;
+    ngx_platform_wait_t      *w;
     ngx_platform_identity_t  *id;
 
     sql = ctx->endpoint->sql;
@@ -109,19 +127,26 @@ ngx_platform_sql_send(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
         }
     }
 
+    w = ngx_platform_wait(r);
+    if (w == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    w->pg = ngx_platform_sql_done;
+
     /* a GET only reads: the read pool, if there is one, may answer it */
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
         rc = ngx_platform_pg_read_query(r->pool, r->connection->log,
                                         ngx_platform_owner(r),
                                         ngx_platform_scope(r), &sql->stmt,
-                                        params, ngx_platform_sql_done, r);
+                                        params, ngx_platform_pg_waited, w);
 
     } else {
         rc = ngx_platform_pg_query(r->pool, r->connection->log,
                                    ngx_platform_owner(r),
                                    ngx_platform_scope(r), &sql->stmt, params,
-                                   ngx_platform_sql_done, r);
+                                   ngx_platform_pg_waited, w);
     }
 
     if (rc == NGX_DONE) {
@@ -369,10 +394,11 @@ ngx_platform_pg_outcome(ngx_http_request_t *r, ngx_platform_sql_t *sql,
 
     if (ngx_strcmp(state, "55P03") == 0) {
         /* platform_pg_lock_timeout: another request holds the row */
-        return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                 "Service temporarily unavailable.",
-                                 "The resource is being changed by another "
-                                 "request; retry shortly.");
+        return ngx_platform_fail_reason(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        NGX_PLATFORM_E_LOCK_TIMEOUT,
+                                        "Service temporarily unavailable.",
+                                        "The resource is being changed by "
+                                        "another request; retry shortly.");
     }
 
     if (ngx_strcmp(state, "40001") == 0 || ngx_strcmp(state, "40P01") == 0
@@ -446,18 +472,21 @@ ngx_platform_backend_fail(ngx_http_request_t *r, ngx_int_t rc)
     switch (rc) {
 
     case NGX_PLATFORM_TIMEOUT:
-        return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+        return ngx_platform_fail_reason(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                           NGX_PLATFORM_E_BACKEND_TIMEOUT,
                            "Service temporarily unavailable.",
                            "A backend did not answer in time; retry shortly.");
 
     case NGX_PLATFORM_UNAVAILABLE:
-        return ngx_platform_fail(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+        return ngx_platform_fail_reason(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                 NGX_PLATFORM_E_BACKEND_UNAVAILABLE,
                                  "Service temporarily unavailable.",
                                  "A backend is unavailable; retry shortly.");
 
     case NGX_PLATFORM_OVER_SHARE:
         ngx_platform_get_ctx(r)->retry_after = 1;
-        return ngx_platform_fail(r, NGX_HTTP_TOO_MANY_REQUESTS,
+        return ngx_platform_fail_reason(r, NGX_HTTP_TOO_MANY_REQUESTS,
+                                 NGX_PLATFORM_E_OVER_SHARE,
                                  "Too many requests.",
                                  "Your share of the database connections is "
                                  "in use; retry shortly.");
@@ -474,10 +503,19 @@ ngx_int_t
 ngx_platform_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
+    ngx_platform_wait_t  *w;
+
+    w = ngx_platform_wait(r);
+    if (w == NULL) {
+        return ngx_platform_backend_fail(r, NGX_ERROR);
+    }
+
+    w->pg = handler;
+
     return ngx_platform_counted(r, ngx_platform_pg_query(r->pool,
                                     r->connection->log, ngx_platform_owner(r),
                                     ngx_platform_scope(r), stmt, params,
-                                    handler, r));
+                                    ngx_platform_pg_waited, w));
 }
 
 
@@ -485,10 +523,65 @@ ngx_int_t
 ngx_platform_read_query(ngx_http_request_t *r, ngx_platform_pg_stmt_t *stmt,
     ngx_str_t *params, ngx_platform_pg_handler_pt handler)
 {
+    ngx_platform_wait_t  *w;
+
+    w = ngx_platform_wait(r);
+    if (w == NULL) {
+        return ngx_platform_backend_fail(r, NGX_ERROR);
+    }
+
+    w->pg = handler;
+
     return ngx_platform_counted(r, ngx_platform_pg_read_query(r->pool,
                                     r->connection->log, ngx_platform_owner(r),
                                     ngx_platform_scope(r), stmt, params,
-                                    handler, r));
+                                    ngx_platform_pg_waited, w));
+}
+
+
+/*
+ * The wait of a call made now; it lives in the request's pool, as long
+ * as the transport may call back (an operation is detached when the
+ * pool goes)
+ */
+
+static ngx_platform_wait_t *
+ngx_platform_wait(ngx_http_request_t *r)
+{
+    ngx_platform_wait_t  *w;
+
+    w = ngx_pcalloc(r->pool, sizeof(ngx_platform_wait_t));
+    if (w == NULL) {
+        return NULL;
+    }
+
+    w->request = r;
+    w->start = ngx_platform_clock();
+
+    return w;
+}
+
+
+static void
+ngx_platform_pg_waited(void *data, ngx_platform_pg_op_t *op, PGresult *res,
+    ngx_int_t rc)
+{
+    ngx_platform_wait_t *w = data;
+
+    ngx_platform_waited(w->request, NGX_PLATFORM_BACKEND_PG, w->start);
+
+    w->pg(w->request, op, res, rc);
+}
+
+
+static void
+ngx_platform_redis_waited(void *data, redisReply *reply, ngx_int_t rc)
+{
+    ngx_platform_wait_t *w = data;
+
+    ngx_platform_waited(w->request, NGX_PLATFORM_BACKEND_REDIS, w->start);
+
+    w->redis(w->request, reply, rc);
 }
 
 
@@ -582,10 +675,19 @@ ngx_platform_command(ngx_http_request_t *r,
     ngx_platform_redis_handler_pt handler, int argc, const char **argv,
     const size_t *argvlen)
 {
-    ngx_int_t  rc;
+    ngx_int_t             rc;
+    ngx_platform_wait_t  *w;
 
-    rc = ngx_platform_redis_command(r->pool, r->connection->log, handler, r,
-                                    argc, argv, argvlen);
+    w = ngx_platform_wait(r);
+    if (w == NULL) {
+        return ngx_platform_backend_fail(r, NGX_ERROR);
+    }
+
+    w->redis = handler;
+
+    rc = ngx_platform_redis_command(r->pool, r->connection->log,
+                                    ngx_platform_redis_waited, w, argc, argv,
+                                    argvlen);
 
     return ngx_platform_counted(r, rc);
 }
@@ -596,10 +698,19 @@ ngx_platform_eval(ngx_http_request_t *r, ngx_platform_redis_script_t *script,
     int nkeys, int argc, const char **argv, const size_t *argvlen,
     ngx_platform_redis_handler_pt handler)
 {
-    ngx_int_t  rc;
+    ngx_int_t             rc;
+    ngx_platform_wait_t  *w;
+
+    w = ngx_platform_wait(r);
+    if (w == NULL) {
+        return ngx_platform_backend_fail(r, NGX_ERROR);
+    }
+
+    w->redis = handler;
 
     rc = ngx_platform_redis_eval(r->pool, r->connection->log, script, nkeys,
-                                 argc, argv, argvlen, handler, r);
+                                 argc, argv, argvlen,
+                                 ngx_platform_redis_waited, w);
 
     return ngx_platform_counted(r, rc);
 }

@@ -76,10 +76,9 @@ static json_t *ngx_platform_openapi_schemas(ngx_log_t *log);
 static ngx_int_t ngx_platform_openapi_schemas_add(json_t *schemas,
     ngx_platform_family_t *family, ngx_log_t *log);
 static ngx_int_t ngx_platform_openapi_endpoint(json_t *paths,
-    json_t *names, ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep);
+    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_operation(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, const char *method, json_t *names);
+    ngx_platform_endpoint_t *ep, const char *method);
 static ngx_int_t ngx_platform_openapi_parameters(json_t *params,
     ngx_platform_family_t *family, ngx_platform_endpoint_t *ep,
     json_t *example);
@@ -90,7 +89,7 @@ static json_t *ngx_platform_openapi_security(ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_request_body(ngx_platform_endpoint_t *ep,
     json_t *example);
 static json_t *ngx_platform_openapi_head(json_t *op,
-    ngx_platform_endpoint_t *ep, json_t *names);
+    ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_path(ngx_platform_endpoint_t *ep,
     json_t *params, json_t *example);
 static json_t *ngx_platform_openapi_field(ngx_platform_field_t *f,
@@ -127,7 +126,7 @@ static void ngx_platform_openapi_add_error(ngx_platform_openapi_errors_t *e,
 static json_t *ngx_platform_openapi_error_body(ngx_uint_t envelope,
     ngx_platform_openapi_error_t *err);
 static json_t *ngx_platform_openapi_operation_id(ngx_platform_endpoint_t *ep,
-    const char *method, json_t *names);
+    const char *method);
 static const char *ngx_platform_openapi_method(ngx_uint_t method);
 static json_t *ngx_platform_openapi_ref(const char *kind, const char *name);
 
@@ -491,16 +490,14 @@ ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas)
 static json_t *
 ngx_platform_openapi_paths(ngx_log_t *log)
 {
-    json_t                   *paths, *names;
+    json_t                   *paths;
     ngx_uint_t                f;
     ngx_platform_family_t    *family;
     ngx_platform_endpoint_t  *ep;
 
     paths = json_object();
-    names = json_object();    /* the operationIds taken */
-
-    if (paths == NULL || names == NULL) {
-        goto failed;
+    if (paths == NULL) {
+        return NULL;
     }
 
     for (f = 0; ngx_platform_families[f]; f++) {
@@ -513,28 +510,18 @@ ngx_platform_openapi_paths(ngx_log_t *log)
                 continue;
             }
 
-            if (ngx_platform_openapi_endpoint(paths, names, family, ep)
-                != NGX_OK)
-            {
+            if (ngx_platform_openapi_endpoint(paths, family, ep) != NGX_OK) {
                 ngx_log_error(NGX_LOG_EMERG, log, 0,
                               "platform_openapi: the document of the "
                               "endpoint \"%s\" of platform_%V failed",
                               ep->pattern, &family->name);
-                goto failed;
+                json_decref(paths);
+                return NULL;
             }
         }
     }
 
-    json_decref(names);
-
     return paths;
-
-failed:
-
-    json_decref(paths);
-    json_decref(names);
-
-    return NULL;
 }
 
 
@@ -718,8 +705,8 @@ ngx_platform_openapi_schemas_add(json_t *schemas,
  */
 
 static ngx_int_t
-ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
-    ngx_platform_family_t *family, ngx_platform_endpoint_t *ep)
+ngx_platform_openapi_endpoint(json_t *paths, ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep)
 {
     json_t        *item, *op, *params, *example, *v;
     const char    *method, *template;
@@ -735,7 +722,7 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
         return NGX_ERROR;
     }
 
-    op = ngx_platform_openapi_operation(family, ep, method, names);
+    op = ngx_platform_openapi_operation(family, ep, method);
     params = json_array();
 
     if (op == NULL || params == NULL) {
@@ -792,7 +779,7 @@ ngx_platform_openapi_endpoint(json_t *paths, json_t *names,
     if (ep->method == NGX_HTTP_GET && !(ep->inputs & NGX_PLATFORM_IN_NO_HEAD))
     {
         json_object_set_new(item, "head",
-                            ngx_platform_openapi_head(op, ep, names));
+                            ngx_platform_openapi_head(op, ep));
     }
 
     json_object_set_new(item, method, op);
@@ -815,7 +802,7 @@ failed:
 
 static json_t *
 ngx_platform_openapi_operation(ngx_platform_family_t *family,
-    ngx_platform_endpoint_t *ep, const char *method, json_t *names)
+    ngx_platform_endpoint_t *ep, const char *method)
 {
     json_t      *op;
     const char  *summary;
@@ -823,7 +810,7 @@ ngx_platform_openapi_operation(ngx_platform_family_t *family,
     op = json_pack("{s:[s#], s:o}",
                    "tags", family->name.data, (int) family->name.len,
                    "operationId",
-                   ngx_platform_openapi_operation_id(ep, method, names));
+                   ngx_platform_openapi_operation_id(ep, method));
     if (op == NULL) {
         return NULL;
     }
@@ -1010,8 +997,7 @@ ngx_platform_openapi_request_body(ngx_platform_endpoint_t *ep,
 /* the GET's operation, its answers without their bodies */
 
 static json_t *
-ngx_platform_openapi_head(json_t *op, ngx_platform_endpoint_t *ep,
-    json_t *names)
+ngx_platform_openapi_head(json_t *op, ngx_platform_endpoint_t *ep)
 {
     json_t      *head, *res;
     const char  *key;
@@ -1022,7 +1008,7 @@ ngx_platform_openapi_head(json_t *op, ngx_platform_endpoint_t *ep,
     }
 
     json_object_set_new(head, "operationId",
-                        ngx_platform_openapi_operation_id(ep, "head", names));
+                        ngx_platform_openapi_operation_id(ep, "head"));
     json_object_set_new(head, "summary",
                         json_string("The GET's headers, without its body."));
 
@@ -1884,59 +1870,24 @@ ngx_platform_openapi_error_body(ngx_uint_t envelope,
 }
 
 
-/* "getApiPersonAccountsGet": the method and the literal segments */
+/*
+ * "getApiPersonAccountsGet": made by the routing (ngx_platform_route.c),
+ * so that $platform_operation names the same operation
+ */
 
 static json_t *
 ngx_platform_openapi_operation_id(ngx_platform_endpoint_t *ep,
-    const char *method, json_t *names)
+    const char *method)
 {
-    u_char      *p, *q, *last;
-    u_char       id[256];
-    ngx_uint_t   upper, skip, n;
+    ngx_str_t  *id;
 
-    q = ngx_cpystrn(id, (u_char *) method, sizeof(id));
-    last = id + sizeof(id) - 8;
+    id = ngx_platform_operation_id(ep, ngx_strcmp(method, "head") == 0);
 
-    upper = 1;
-    skip = 0;
-
-    for (p = (u_char *) ep->pattern; *p && q < last; p++) {
-
-        if (*p == '{') {
-            skip = 1;
-            continue;
-        }
-
-        if (*p == '}') {
-            skip = 0;
-            upper = 1;
-            continue;
-        }
-
-        if (skip || (*p == 'v' && p[1] == '{')) {
-            continue;
-        }
-
-        if (!ngx_platform_openapi_alnum(*p)) {
-            upper = 1;
-            continue;
-        }
-
-        *q++ = upper ? ngx_toupper(*p) : *p;
-        upper = 0;
+    if (id == NULL) {
+        return NULL;
     }
 
-    *q = '\0';
-
-    /* unique: a second "postX" is "postX2" */
-
-    for (n = 2; json_object_get(names, (char *) id); n++) {
-        ngx_sprintf(q, "%ui%Z", n);
-    }
-
-    json_object_set_new(names, (char *) id, json_true());
-
-    return json_string((char *) id);
+    return json_stringn((char *) id->data, id->len);
 }
 
 

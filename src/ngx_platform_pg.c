@@ -37,6 +37,13 @@
  * instead of stalling the statements pipelined behind it on its
  * connection until the lock is released.
  *
+ * With platform_pg_prepare off nothing outlives an operation's implicit
+ * transaction on the server session, so that a pooler in transaction
+ * mode (PgBouncer) may hand each one to another server: every statement
+ * is sent unnamed (parsed, bound and run in one go), and what a session
+ * would keep (statement_timeout, TimeZone, given at connect otherwise)
+ * is set in each operation, in the same hidden first call as its scope.
+ *
  * An optional read pool (platform_pg_read, typically replicas) takes
  * the operations a caller marks as reads; whatever it cannot take, or
  * loses with its connection, runs on the primary instead.
@@ -67,6 +74,15 @@
  * new operations go elsewhere while there is room elsewhere.
  */
 #define NGX_PLATFORM_PG_STALL          20
+
+/* what the hidden first call of an operation sets */
+#define NGX_PLATFORM_PG_SCOPE          1
+#define NGX_PLATFORM_PG_LOCK           2
+#define NGX_PLATFORM_PG_SESSION        4
+
+#define NGX_PLATFORM_PG_SESSION_SQL                                           \
+    "SELECT set_config('statement_timeout', $1, true),"                      \
+    " set_config('TimeZone', 'UTC', true)"
 
 
 typedef struct {
@@ -243,6 +259,10 @@ static void ngx_platform_pg_send(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
+static ngx_int_t ngx_platform_pg_send_prepares(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op);
+static int ngx_platform_pg_send_call(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_call_t *call);
 static ngx_int_t ngx_platform_pg_flush(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_flush_handler(ngx_event_t *ev);
 static void ngx_platform_pg_read_handler(ngx_event_t *ev);
@@ -260,8 +280,6 @@ static void ngx_platform_pg_fail(ngx_platform_pg_conn_t *pc, ngx_int_t rc,
     char *reason);
 static void ngx_platform_pg_close(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_serve_waiting(ngx_platform_pg_pool_t *pool);
-static ngx_int_t ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
-    ngx_platform_pg_op_t *op);
 static ngx_uint_t ngx_platform_pg_is_prepared(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_stmt_t *stmt);
 static void ngx_platform_pg_add_prepared(ngx_platform_pg_conn_t *pc,
@@ -295,30 +313,53 @@ static ngx_platform_pg_pool_t  *ngx_platform_pg_replica;
 static ngx_connection_t         ngx_platform_pg_timer_conn;
 
 /*
- * The tenant of an operation's statements under row-level security: a
+ * The hidden first call of an operation, by what it sets (bit 0: the
+ * scope, bit 1: the lock timeout, bit 2: the session's settings): each a
  * setting local to the implicit transaction that the operation's sync
  * point closes, so that it never outlives the operation on the shared
- * connection.
+ * connection. The scope is the tenant of the statements under row-level
+ * security; the lock timeout that of a statement on the primary; the
+ * session's settings, with platform_pg_prepare off, what the connect
+ * gives otherwise. Parameters in that order: statement_timeout, tenant,
+ * lock_timeout.
  */
-static ngx_platform_pg_stmt_t   ngx_platform_pg_scope_stmt = {
-    "platform_scope", "SELECT set_config('app.tenant_id', $1, true)", 1, 0, 1
-};
+static ngx_platform_pg_stmt_t   ngx_platform_pg_prefixes[8] = {
+    { NULL, NULL, 0, 0, 1 },
 
-/* the same with the lock timeout of a statement on the primary; or alone */
-static ngx_platform_pg_stmt_t   ngx_platform_pg_scope_lock_stmt = {
-    "platform_scope_lock",
-    "SELECT set_config('app.tenant_id', $1, true),"
-    " set_config('lock_timeout', $2, true)", 2, 0, 1
-};
+    { "platform_scope", "SELECT set_config('app.tenant_id', $1, true)",
+      1, 0, 1 },
 
-static ngx_platform_pg_stmt_t   ngx_platform_pg_lock_stmt = {
-    "platform_lock", "SELECT set_config('lock_timeout', $1, true)", 1, 0, 1
+    { "platform_lock", "SELECT set_config('lock_timeout', $1, true)",
+      1, 0, 1 },
+
+    { "platform_scope_lock",
+      "SELECT set_config('app.tenant_id', $1, true),"
+      " set_config('lock_timeout', $2, true)", 2, 0, 1 },
+
+    { "platform_session", NGX_PLATFORM_PG_SESSION_SQL, 1, 0, 1 },
+
+    { "platform_session_scope",
+      NGX_PLATFORM_PG_SESSION_SQL ", set_config('app.tenant_id', $2, true)",
+      2, 0, 1 },
+
+    { "platform_session_lock",
+      NGX_PLATFORM_PG_SESSION_SQL ", set_config('lock_timeout', $2, true)",
+      2, 0, 1 },
+
+    { "platform_session_scope_lock",
+      NGX_PLATFORM_PG_SESSION_SQL ", set_config('app.tenant_id', $2, true),"
+      " set_config('lock_timeout', $3, true)", 3, 0, 1 }
 };
 
 /* platform_pg_lock_timeout as PostgreSQL reads it; empty: none */
 static ngx_str_t                ngx_platform_pg_lock_timeout;
 static u_char                   ngx_platform_pg_lock_timeout_text[NGX_INT_T_LEN
                                                                   + 3];
+
+/* platform_pg_prepare off: platform_pg_query_timeout, for each operation */
+static ngx_str_t                ngx_platform_pg_statement_timeout;
+static u_char                   ngx_platform_pg_statement_timeout_text[
+                                    NGX_INT_T_LEN + 3];
 
 
 ngx_int_t
@@ -346,7 +387,7 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
     ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt, ngx_str_t *params,
     ngx_platform_pg_handler_pt handler, void *data, ngx_uint_t read)
 {
-    ngx_str_t                prefix_params[2];
+    ngx_str_t                prefix_params[3];
     ngx_uint_t               lock;
     ngx_platform_pg_op_t    *op;
     ngx_platform_pg_step_t   step, prefix;
@@ -378,28 +419,32 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
 }
 
 
-/* the hidden first call of an operation: its scope, its lock timeout */
+/* the hidden first call of an operation, if it needs one */
 
 static ngx_platform_pg_stmt_t *
 ngx_platform_pg_prefix(ngx_str_t *scope, ngx_uint_t lock, ngx_str_t *params)
 {
-    if (scope && lock) {
-        params[0] = *scope;
-        params[1] = ngx_platform_pg_lock_timeout;
-        return &ngx_platform_pg_scope_lock_stmt;
+    ngx_uint_t  n, which;
+
+    n = 0;
+    which = 0;
+
+    if (ngx_platform_pg_statement_timeout.len) {
+        params[n++] = ngx_platform_pg_statement_timeout;
+        which |= NGX_PLATFORM_PG_SESSION;
     }
 
     if (scope) {
-        params[0] = *scope;
-        return &ngx_platform_pg_scope_stmt;
+        params[n++] = *scope;
+        which |= NGX_PLATFORM_PG_SCOPE;
     }
 
     if (lock) {
-        params[0] = ngx_platform_pg_lock_timeout;
-        return &ngx_platform_pg_lock_stmt;
+        params[n++] = ngx_platform_pg_lock_timeout;
+        which |= NGX_PLATFORM_PG_LOCK;
     }
 
-    return NULL;
+    return which ? &ngx_platform_pg_prefixes[which] : NULL;
 }
 
 
@@ -1536,17 +1581,26 @@ ngx_platform_pg_send(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 
 
 /*
- * platform_pg_prepare off: each statement parsed, bound and run unnamed,
- * so that nothing of it outlives the operation's transaction (a pooler in
- * transaction mode hands the server connection to others between them)
+ * The prepares of the statements this connection has not prepared yet,
+ * if statements are prepared, first (an error before them would skip
+ * them), then the executes, then the sync point that closes the
+ * operation's implicit transaction. The slots record what was sent, in
+ * the order its results come back.
  */
 
 static ngx_int_t
-ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
-    ngx_platform_pg_op_t *op)
+ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
     ngx_uint_t               i;
     ngx_platform_pg_call_t  *call;
+
+    op->sent = ngx_current_msec;
+
+    if (pc->pool->conf->pg_prepare
+        && ngx_platform_pg_send_prepares(pc, op) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     for (i = 0; i < op->ncalls; i++) {
         call = &op->calls[i];
@@ -1555,11 +1609,7 @@ ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
             ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
         }
 
-        if (PQsendQueryParams(pc->conn, call->stmt->sql, call->stmt->nparams,
-                              NULL, (const char * const *) call->values,
-                              call->lengths, call->formats, 0)
-            == 0)
-        {
+        if (ngx_platform_pg_send_call(pc, call) == 0) {
             return NGX_ERROR;
         }
 
@@ -1572,6 +1622,11 @@ ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
         return NGX_ERROR;
     }
 
+    /*
+     * The statements sent during one pass of the event loop leave
+     * together, in one write, when the loop runs its posted events.
+     */
+
     if (!pc->flush.posted) {
         ngx_post_event(&pc->flush, &ngx_posted_events);
     }
@@ -1580,24 +1635,12 @@ ngx_platform_pg_send_unnamed(ngx_platform_pg_conn_t *pc,
 }
 
 
-/*
- * The prepares of the statements this connection has not prepared yet,
- * first (an error before them would skip them), then the executes, then
- * the sync point that closes the operation's implicit transaction. The
- * slots record what was sent, in the order its results come back.
- */
-
 static ngx_int_t
-ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+ngx_platform_pg_send_prepares(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op)
 {
     ngx_uint_t               i;
     ngx_platform_pg_call_t  *call;
-
-    op->sent = ngx_current_msec;
-
-    if (!pc->pool->conf->pg_prepare) {
-        return ngx_platform_pg_send_unnamed(pc, op);
-    }
 
     for (i = 0; i < op->ncalls; i++) {
         call = &op->calls[i];
@@ -1621,41 +1664,26 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         op->nslots++;
     }
 
-    for (i = 0; i < op->ncalls; i++) {
-        call = &op->calls[i];
-
-        if (i >= op->first) {
-            ngx_platform_metric_inc(NGX_PLATFORM_M_PG_STATEMENTS);
-        }
-
-        if (PQsendQueryPrepared(pc->conn, call->stmt->name,
-                                call->stmt->nparams,
-                                (const char * const *) call->values,
-                                call->lengths, call->formats, 0)
-            == 0)
-        {
-            return NGX_ERROR;
-        }
-
-        op->slots[op->nslots].step = i;
-        op->slots[op->nslots].prepare = 0;
-        op->nslots++;
-    }
-
-    if (PQpipelineSync(pc->conn) == 0) {
-        return NGX_ERROR;
-    }
-
-    /*
-     * The statements sent during one pass of the event loop leave
-     * together, in one write, when the loop runs its posted events.
-     */
-
-    if (!pc->flush.posted) {
-        ngx_post_event(&pc->flush, &ngx_posted_events);
-    }
-
     return NGX_OK;
+}
+
+
+/* the execute of a prepared statement, or an unnamed one: nothing kept */
+
+static int
+ngx_platform_pg_send_call(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_call_t *call)
+{
+    if (pc->pool->conf->pg_prepare) {
+        return PQsendQueryPrepared(pc->conn, call->stmt->name,
+                                   call->stmt->nparams,
+                                   (const char * const *) call->values,
+                                   call->lengths, call->formats, 0);
+    }
+
+    return PQsendQueryParams(pc->conn, call->stmt->sql, call->stmt->nparams,
+                             NULL, (const char * const *) call->values,
+                             call->lengths, call->formats, 0);
 }
 
 
@@ -1977,7 +2005,7 @@ static ngx_int_t
 ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res)
 {
-    char        *message, *state;
+    char        *message, *state, *hint;
     ngx_uint_t   level, conflict;
 
     state = ngx_platform_pg_sqlstate(res);
@@ -2003,13 +2031,30 @@ ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
 
     message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
+    /*
+     * a prepared statement missing, or there already: the server session
+     * changed under the connection, as a pooler in transaction mode does
+     */
+
+    hint = "";
+
+    if (pc->pool->conf->pg_prepare
+        && (ngx_strcmp(state, "26000") == 0
+            || ngx_strcmp(state, "42P05") == 0))
+    {
+        hint = " (the server session is not the one that prepared the "
+               "statements: behind a pooler in transaction mode, set "
+               "\"platform_pg_prepare off\")";
+    }
+
     if (!conflict
         || ngx_platform_log_allowed(NGX_PLATFORM_LOG_PG_CONFLICT, level,
                                     ngx_platform_pg_log(pc->pool, op)))
     {
         ngx_log_error(level, ngx_platform_pg_log(pc->pool, op), 0,
-                      "platform: statement \"%s\" failed: SQLSTATE %s: %s",
-                      stmt->name, state, message ? message : "no message");
+                      "platform: statement \"%s\" failed: SQLSTATE %s: %s%s",
+                      stmt->name, state, message ? message : "no message",
+                      hint);
     }
 
     return NGX_ERROR;
@@ -2321,7 +2366,7 @@ ngx_int_t
 ngx_platform_pg_init_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf)
 {
-    u_char  *p;
+    u_char  *p, *text;
 
     ngx_platform_pg_timer_conn.fd = (ngx_socket_t) -1;
 
@@ -2333,6 +2378,16 @@ ngx_platform_pg_init_process(ngx_cycle_t *cycle,
 
         ngx_platform_pg_lock_timeout.data = ngx_platform_pg_lock_timeout_text;
         ngx_platform_pg_lock_timeout.len = p - ngx_platform_pg_lock_timeout_text;
+    }
+
+    ngx_str_null(&ngx_platform_pg_statement_timeout);
+
+    if (!pmcf->pg_prepare) {
+        text = ngx_platform_pg_statement_timeout_text;
+        p = ngx_sprintf(text, "%Mms", pmcf->pg_query_timeout);
+
+        ngx_platform_pg_statement_timeout.data = text;
+        ngx_platform_pg_statement_timeout.len = p - text;
     }
 
     /* parsed, and checked, when the configuration was read */
@@ -2432,9 +2487,10 @@ ngx_platform_pg_pool_create(ngx_cycle_t *cycle,
      * and planning it again for each request's parameters (what the
      * server does while a custom plan looks cheaper) costs more than the
      * execution; a page of bank transfers ran at a third of its speed.
+     * Without prepared statements these settings travel with each
+     * operation instead: PgBouncer refuses "options" at connect, and
+     * would not keep a session's settings for the module anyway.
      */
-
-    /* a pooler (platform_pg_prepare off) refuses "options" at startup */
 
     if (!has_options && pmcf->pg_prepare) {
         p = ngx_snprintf(statement_timeout, sizeof(statement_timeout) - 1,

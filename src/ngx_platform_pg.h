@@ -22,11 +22,13 @@ typedef struct ngx_platform_pg_op_s  ngx_platform_pg_op_t;
 
 /*
  * A statement is prepared on each connection the first time it runs
- * there; name must be unique in the module. Parameters are text, except
- * those whose bit is set in binary (bit 0: $1): their bytes are sent as
- * they are, for a bytea. A statement that reads no tenant's rows (API
- * keys, shared reference data) is unscoped: it runs without a scope
- * (see ngx_platform_pg_query()), which it would not use.
+ * there, or, with platform_pg_prepare off, sent unnamed each time (name
+ * is then only for the log); name must be unique in the module.
+ * Parameters are text, except those whose bit is set in binary (bit 0:
+ * $1): their bytes are sent as they are, for a bytea. A statement that
+ * reads no tenant's rows (API keys, shared reference data) is unscoped:
+ * it runs without a scope (see ngx_platform_pg_query()), which it would
+ * not use.
  *
  * Parameters are copied when the operation is created, except a binary
  * one marked NGX_PLATFORM_PG_BORROWED(n) in binary (n from 0, as for the

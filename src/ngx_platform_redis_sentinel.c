@@ -579,9 +579,7 @@ ngx_platform_redis_sentinel_subscribe(ngx_platform_redis_node_t *node)
 static void
 ngx_platform_redis_sentinel_subscriber_lost(ngx_platform_redis_node_t *node)
 {
-    ngx_str_t                      *addr;
-    ngx_url_t                       u;
-    ngx_uint_t                      literal;
+    ngx_platform_redis_node_t      *next;
     ngx_platform_redis_sentinel_t  *st;
 
     st = node->data;
@@ -591,16 +589,13 @@ ngx_platform_redis_sentinel_subscriber_lost(ngx_platform_redis_node_t *node)
     }
 
     st->subscribed_to = (st->subscribed_to + 1) % st->nsentinels;
-    addr = &((ngx_str_t *) st->pmcf->redis_seeds->elts)[st->subscribed_to];
+    next = st->sentinels[st->subscribed_to];
 
-    /* checked by nginx -t: an IP address and a port */
+    /* an address nginx -t checked, parsed once at start */
 
-    if (ngx_platform_redis_parse_url(ngx_cycle->pool, addr, &u, &literal)
-        == NGX_OK)
-    {
-        (void) ngx_platform_redis_node_set_addr(node, u.host.data,
-                                                u.host.len, u.port);
-    }
+    (void) ngx_platform_redis_node_set_addr(node, (u_char *) next->host,
+                                            ngx_strlen(next->host),
+                                            (ngx_uint_t) next->port);
 }
 
 
@@ -610,17 +605,15 @@ static void
 ngx_platform_redis_sentinel_listen(ngx_platform_redis_sentinel_t *st,
     ngx_uint_t i)
 {
-    ngx_str_t   *addr;
-    ngx_url_t    u;
-    ngx_uint_t   literal;
+    ngx_platform_redis_node_t  *sentinel;
 
-    addr = &((ngx_str_t *) st->pmcf->redis_seeds->elts)[i];
+    sentinel = st->sentinels[i];
 
-    if (ngx_platform_redis_parse_url(ngx_cycle->pool, addr, &u, &literal)
-        != NGX_OK
-        || ngx_platform_redis_node_set_addr(st->subscriber, u.host.data,
-                                            u.host.len, u.port)
-           != NGX_OK)
+    if (ngx_platform_redis_node_set_addr(st->subscriber,
+                                         (u_char *) sentinel->host,
+                                         ngx_strlen(sentinel->host),
+                                         (ngx_uint_t) sentinel->port)
+        != NGX_OK)
     {
         return;
     }

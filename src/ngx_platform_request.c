@@ -1,16 +1,18 @@
 
 /*
  * ngx_platform: the floor under every layer. What a request carries (its
- * context with its request id and language, its recorded error), a
- * client that leaves while the request waits, and the checks of request
- * text that any layer may use: headers, names, uuids, UTF-8. It uses no
- * other file of the module.
+ * context with its request id, trace context and language, its recorded
+ * error, its waits on the backends), a client that leaves while the
+ * request waits, and the checks of request text that any layer may use:
+ * headers, names, uuids, UTF-8. It uses no other file of the module.
  */
 
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
+
+#include <openssl/rand.h>
 
 #include "ngx_platform.h"
 
@@ -20,6 +22,13 @@
 
 static void ngx_platform_request_id(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static void ngx_platform_trace(ngx_http_request_t *r, ngx_platform_ctx_t *ctx);
+static ngx_uint_t ngx_platform_traceparent_valid(ngx_str_t *value);
+static ngx_uint_t ngx_platform_hex_id(u_char *p, size_t len);
+static void ngx_platform_random_id(u_char *p, size_t len);
+static ngx_uint_t ngx_platform_headers(ngx_http_request_t *r, char *name,
+    ngx_str_t *value);
+static void ngx_platform_xorshift_hex(u_char *p, size_t len);
 static u_char *ngx_platform_log_error(ngx_http_request_t *r,
     ngx_http_request_t *sr, u_char *buf, size_t len);
 static ngx_uint_t ngx_platform_lang(ngx_http_request_t *r);
@@ -49,6 +58,7 @@ ngx_platform_create_ctx(ngx_http_request_t *r, ngx_platform_family_t *family)
     ngx_http_set_ctx(r, ctx, ngx_platform_module);
 
     ngx_platform_request_id(r, ctx);
+    ngx_platform_trace(r, ctx);
 
     /*
      * nginx's handler is kept aside once: after an internal redirect the
@@ -74,10 +84,7 @@ ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
     u_char           *p;
     size_t            i;
-    uint64_t          x, y;
-    ngx_uint_t        n;
     ngx_table_elt_t  *h;
-    static u_char     hex[] = "0123456789abcdef";
 
     h = ngx_platform_header(r, "X-Request-Id");
 
@@ -109,10 +116,22 @@ ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
     ctx->request_id.data = p;
     ctx->request_id.len = 32;
 
-    /*
-     * xorshift128+, seeded from random() once per process: an id must not
-     * repeat, it need not be secret, and random() takes a lock per call
-     */
+    ngx_platform_xorshift_hex(p, 32);
+}
+
+
+/*
+ * len hex digits (a multiple of 16) of xorshift128+, seeded from
+ * random() once per process: an id must not repeat, it need not be
+ * secret, and random() takes a lock per call
+ */
+
+static void
+ngx_platform_xorshift_hex(u_char *p, size_t len)
+{
+    size_t         i, n;
+    uint64_t       x, y;
+    static u_char  hex[] = "0123456789abcdef";
 
     if (ngx_platform_rid_pid != ngx_pid) {
         ngx_platform_rid_pid = ngx_pid;
@@ -126,7 +145,7 @@ ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
                               | 1;
     }
 
-    for (n = 0; n < 2; n++) {
+    for (n = 0; n < len / 16; n++) {
         x = ngx_platform_rid[0];
         y = ngx_platform_rid[1];
 
@@ -143,7 +162,223 @@ ngx_platform_request_id(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
-/* error log lines of a request name its request id */
+/*
+ * W3C Trace Context: the caller's traceparent when it is one well-formed
+ * header of version 00 (lower-case hex, trace id and parent id not all
+ * zeros), with its tracestate; else a new trace, without the
+ * tracestate, which belongs to the trace it came with. The request's
+ * own span id is new either way.
+ */
+
+static void
+ngx_platform_trace(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
+{
+    ngx_str_t  value;
+
+    if (ngx_platform_headers(r, "traceparent", &value) == 1
+        && ngx_platform_traceparent_valid(&value))
+    {
+        ngx_memcpy(ctx->trace_id, value.data + 3, NGX_PLATFORM_TRACE_ID_LEN);
+        ngx_memcpy(ctx->trace_flags, value.data + 53, 2);
+
+        if (ngx_platform_headers(r, "tracestate", &value)) {
+            ctx->tracestate = value;
+        }
+
+    } else {
+        ngx_platform_random_id(ctx->trace_id, NGX_PLATFORM_TRACE_ID_LEN);
+
+        /* nothing of this request is recorded: not sampled */
+        ctx->trace_flags[0] = '0';
+        ctx->trace_flags[1] = '0';
+    }
+
+    ngx_platform_random_id(ctx->span_id, NGX_PLATFORM_SPAN_ID_LEN);
+}
+
+
+/* "00-" 32 hex "-" 16 hex "-" 2 hex, nothing after */
+
+static ngx_uint_t
+ngx_platform_traceparent_valid(ngx_str_t *value)
+{
+    u_char  *p;
+
+    p = value->data;
+
+    if (value->len != NGX_PLATFORM_TRACEPARENT_LEN
+        || p[0] != '0' || p[1] != '0' || p[2] != '-'
+        || p[35] != '-' || p[52] != '-')
+    {
+        return 0;
+    }
+
+    return ngx_platform_hex_id(p + 3, NGX_PLATFORM_TRACE_ID_LEN) == 1
+           && ngx_platform_hex_id(p + 36, NGX_PLATFORM_SPAN_ID_LEN) == 1
+           && ngx_platform_hex_id(p + 53, 2) != 0;
+}
+
+
+/* 0: not lower-case hex; 1: an id; 2: all zeros, an invalid id */
+
+static ngx_uint_t
+ngx_platform_hex_id(u_char *p, size_t len)
+{
+    size_t      i;
+    ngx_uint_t  zero;
+
+    zero = 1;
+
+    for (i = 0; i < len; i++) {
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f'))) {
+            return 0;
+        }
+
+        if (p[i] != '0') {
+            zero = 0;
+        }
+    }
+
+    return zero ? 2 : 1;
+}
+
+
+/*
+ * len random hex digits, not all zeros: from OpenSSL's generator, so
+ * that ids made by the servers of a fleet never meet
+ */
+
+static void
+ngx_platform_random_id(u_char *p, size_t len)
+{
+    u_char         bytes[NGX_PLATFORM_TRACE_ID_LEN / 2];
+    size_t         i;
+    static u_char  hex[] = "0123456789abcdef";
+
+    do {
+        if (RAND_bytes(bytes, len / 2) != 1) {
+            ngx_platform_xorshift_hex(p, len);
+            continue;
+        }
+
+        for (i = 0; i < len / 2; i++) {
+            p[2 * i] = hex[bytes[i] >> 4];
+            p[2 * i + 1] = hex[bytes[i] & 0xf];
+        }
+
+    } while (ngx_platform_hex_id(p, len) != 1);
+}
+
+
+/*
+ * The headers of a name: how many, and their values, joined with ", "
+ * when there are several (RFC 9110, section 5.3)
+ */
+
+static ngx_uint_t
+ngx_platform_headers(ngx_http_request_t *r, char *name, ngx_str_t *value)
+{
+    u_char           *p;
+    size_t            len, size;
+    ngx_uint_t        i, n, pass;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    len = ngx_strlen(name);
+    size = 0;
+    n = 0;
+    p = NULL;
+
+    ngx_str_null(value);
+
+    /* counted and measured, then copied when there are several */
+
+    for (pass = 0; pass < 2; pass++) {
+
+        part = &r->headers_in.headers.part;
+        h = part->elts;
+
+        for (i = 0; /* void */ ; i++) {
+
+            if (i >= part->nelts) {
+                if (part->next == NULL) {
+                    break;
+                }
+
+                part = part->next;
+                h = part->elts;
+                i = 0;
+            }
+
+            if (h[i].hash == 0 || h[i].key.len != len
+                || ngx_strncasecmp(h[i].key.data, (u_char *) name, len) != 0)
+            {
+                continue;
+            }
+
+            if (pass == 0) {
+                *value = h[i].value;
+                size += h[i].value.len + 2;
+                n++;
+                continue;
+            }
+
+            if (p != value->data) {
+                *p++ = ',';
+                *p++ = ' ';
+            }
+
+            p = ngx_cpymem(p, h[i].value.data, h[i].value.len);
+        }
+
+        if (n < 2) {
+            return n;
+        }
+
+        if (pass == 0) {
+            p = ngx_pnalloc(r->pool, size);
+            if (p == NULL) {
+                ngx_str_null(value);
+                return 0;
+            }
+
+            value->data = p;
+        }
+    }
+
+    value->len = p - value->data;
+
+    return n;
+}
+
+
+ngx_int_t
+ngx_platform_traceparent(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    ngx_str_t *value)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(r->pool, NGX_PLATFORM_TRACEPARENT_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    value->data = p;
+    value->len = NGX_PLATFORM_TRACEPARENT_LEN;
+
+    p = ngx_cpymem(p, "00-", 3);
+    p = ngx_cpymem(p, ctx->trace_id, NGX_PLATFORM_TRACE_ID_LEN);
+    *p++ = '-';
+    p = ngx_cpymem(p, ctx->span_id, NGX_PLATFORM_SPAN_ID_LEN);
+    *p++ = '-';
+    *p++ = ctx->trace_flags[0];
+    *p = ctx->trace_flags[1];
+
+    return NGX_OK;
+}
+
+
+/* error log lines of a request name its request id and trace id */
 
 static u_char *
 ngx_platform_log_error(ngx_http_request_t *r, ngx_http_request_t *sr,
@@ -165,7 +400,9 @@ ngx_platform_log_error(ngx_http_request_t *r, ngx_http_request_t *sr,
         return p;
     }
 
-    return ngx_snprintf(p, len, ", request_id: \"%V\"", &ctx->request_id);
+    return ngx_snprintf(p, len, ", request_id: \"%V\", trace_id: \"%*s\"",
+                        &ctx->request_id, (size_t) NGX_PLATFORM_TRACE_ID_LEN,
+                        ctx->trace_id);
 }
 
 
@@ -208,9 +445,64 @@ ngx_platform_fail(ngx_http_request_t *r, ngx_uint_t status,
         ctx->error_status = status;
         ctx->error_message = message;
         ctx->error_detail = detail;
+        ctx->error_reason = NGX_PLATFORM_E_NONE;
     }
 
     return status;
+}
+
+
+ngx_int_t
+ngx_platform_fail_reason(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_uint_t reason, const char *message, const char *detail)
+{
+    ngx_platform_ctx_t  *ctx;
+
+    (void) ngx_platform_fail(r, status, message, detail);
+
+    ctx = ngx_platform_get_ctx(r);
+
+    if (ctx) {
+        ctx->error_reason = reason;
+    }
+
+    return status;
+}
+
+
+uint64_t
+ngx_platform_clock(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+
+void
+ngx_platform_waited(ngx_http_request_t *r, ngx_uint_t backend, uint64_t start)
+{
+    uint64_t             t;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_platform_module);
+
+    if (ctx == NULL) {
+        return;
+    }
+
+    t = ngx_platform_clock() - start;
+
+    if (backend == NGX_PLATFORM_BACKEND_PG) {
+        ctx->pg_time += t;
+        ctx->pg_waits++;
+
+    } else {
+        ctx->redis_time += t;
+        ctx->redis_waits++;
+    }
 }
 
 

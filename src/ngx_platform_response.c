@@ -473,7 +473,9 @@ ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
 
 /*
  * Every response of the module: marked answered (the error page filter
- * leaves it alone), with X-Request-Id, for Envelope A Content-Language,
+ * leaves it alone), with X-Request-Id, traceresponse (W3C Trace Context
+ * Level 2: the trace id and this request's span id), for Envelope A
+ * Content-Language,
  * and where rate limits were checked their RateLimit-Policy and
  * RateLimit (draft-ietf-httpapi-ratelimit-headers-09)
  */
@@ -481,7 +483,7 @@ ngx_platform_send_body(ngx_http_request_t *r, ngx_uint_t status,
 static ngx_int_t
 ngx_platform_common_headers(ngx_http_request_t *r)
 {
-    ngx_str_t            lang;
+    ngx_str_t            lang, trace;
     ngx_platform_ctx_t  *ctx;
 
     ctx = ngx_platform_get_ctx(r);
@@ -493,6 +495,12 @@ ngx_platform_common_headers(ngx_http_request_t *r)
 
     if (ngx_platform_add_header(r, "X-Request-Id", &ctx->request_id)
         != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_platform_traceparent(r, ctx, &trace) != NGX_OK
+        || ngx_platform_add_header(r, "traceresponse", &trace) != NGX_OK)
     {
         return NGX_ERROR;
     }

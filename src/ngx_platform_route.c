@@ -3,7 +3,9 @@
  * ngx_platform: routing. A family's endpoint patterns are compiled when
  * the configuration loads; a request's path is matched against them:
  * 404 for an unknown path or API version, 405 with Allow for a known
- * path asked with another method.
+ * path asked with another method. Each endpoint's operationId is made
+ * here from its method and pattern, once, for the OpenAPI document and
+ * $platform_operation alike.
  */
 
 
@@ -14,6 +16,14 @@
 #include "ngx_platform.h"
 
 
+/* an endpoint's operationIds: of its method, and of the GET's HEAD */
+
+typedef struct {
+    ngx_platform_endpoint_t   *endpoint;
+    ngx_str_t                  id[2];
+} ngx_platform_operation_t;
+
+
 static ngx_int_t ngx_platform_compile_route(ngx_conf_t *cf,
     ngx_platform_family_t *family, ngx_platform_endpoint_t *ep,
     ngx_platform_route_t *route);
@@ -22,6 +32,23 @@ static ngx_int_t ngx_platform_match(ngx_http_request_t *r,
     ngx_uint_t *bad_version);
 static ngx_int_t ngx_platform_add_allow(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_endpoint_t *ep);
+static const char *ngx_platform_operation_method(ngx_uint_t method);
+static ngx_int_t ngx_platform_operation_name(ngx_log_t *log,
+    ngx_platform_operation_t *ops, ngx_uint_t n, const char *method,
+    ngx_str_t *name);
+
+
+#define ngx_platform_route_alnum(c)                                          \
+    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
+     || ((c) >= 'A' && (c) <= 'Z'))
+
+
+/*
+ * Every endpoint of the registry, made once per process: the tables are
+ * the binary's, the same for every configuration
+ */
+static ngx_platform_operation_t  *ngx_platform_operations;
+static ngx_uint_t                 ngx_platform_noperations;
 
 
 /* endpoint patterns, compiled when the configuration loads */
@@ -424,3 +451,191 @@ ngx_platform_add_allow(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
  * What the endpoint declares it needs, checked before its body is read:
  * the tenancy inputs, the merchant claim, then its arguments.
  */
+
+
+/*
+ * "getApiPersonAccountsGet": the method and the literal segments, in the
+ * order of the registry and of each family's table; a name met again
+ * gets a number ("postX2"). A GET that a HEAD may ask has the HEAD's
+ * too ("headX"), right after it.
+ */
+
+ngx_int_t
+ngx_platform_operation_ids_init(ngx_log_t *log)
+{
+    ngx_uint_t                 f, n;
+    const char                *method;
+    ngx_platform_endpoint_t   *ep;
+    ngx_platform_operation_t  *ops;
+
+    if (ngx_platform_operations) {
+        return NGX_OK;
+    }
+
+    n = 0;
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++) {
+            n++;
+        }
+    }
+
+    ops = ngx_calloc(n * sizeof(ngx_platform_operation_t), log);
+    if (ops == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = 0;
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        for (ep = ngx_platform_families[f]->endpoints; ep->pattern; ep++) {
+
+            /* operator families answer every path of their location */
+            if (ep->pattern[0] == '*') {
+                continue;
+            }
+
+            method = ngx_platform_operation_method(ep->method);
+            if (method == NULL) {
+                continue;
+            }
+
+            ops[n].endpoint = ep;
+
+            if (ngx_platform_operation_name(log, ops, n, method,
+                                            &ops[n].id[0])
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            if (ep->method == NGX_HTTP_GET
+                && !(ep->inputs & NGX_PLATFORM_IN_NO_HEAD)
+                && ngx_platform_operation_name(log, ops, n, "head",
+                                               &ops[n].id[1])
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            n++;
+        }
+    }
+
+    ngx_platform_operations = ops;
+    ngx_platform_noperations = n;
+
+    return NGX_OK;
+}
+
+
+static const char *
+ngx_platform_operation_method(ngx_uint_t method)
+{
+    switch (method) {
+    case NGX_HTTP_GET:
+        return "get";
+    case NGX_HTTP_POST:
+        return "post";
+    case NGX_HTTP_PUT:
+        return "put";
+    case NGX_HTTP_PATCH:
+        return "patch";
+    case NGX_HTTP_DELETE:
+        return "delete";
+    default:
+        return NULL;
+    }
+}
+
+
+/* a name of ops[n]'s endpoint, unique among the names of ops[0...n] */
+
+static ngx_int_t
+ngx_platform_operation_name(ngx_log_t *log, ngx_platform_operation_t *ops,
+    ngx_uint_t n, const char *method, ngx_str_t *name)
+{
+    u_char      *p, *q, *last;
+    u_char       id[256];
+    size_t       len;
+    ngx_str_t   *other;
+    ngx_uint_t   i, k, upper, skip, taken;
+
+    q = ngx_cpystrn(id, (u_char *) method, sizeof(id));
+    last = id + sizeof(id) - 8;
+
+    upper = 1;
+    skip = 0;
+
+    for (p = (u_char *) ops[n].endpoint->pattern; *p && q < last; p++) {
+
+        if (*p == '{') {
+            skip = 1;
+            continue;
+        }
+
+        if (*p == '}') {
+            skip = 0;
+            upper = 1;
+            continue;
+        }
+
+        if (skip || (*p == 'v' && p[1] == '{')) {
+            continue;
+        }
+
+        if (!ngx_platform_route_alnum(*p)) {
+            upper = 1;
+            continue;
+        }
+
+        *q++ = upper ? ngx_toupper(*p) : *p;
+        upper = 0;
+    }
+
+    len = q - id;
+
+    for (k = 2; /* void */ ; k++) {
+        taken = 0;
+
+        for (i = 0; i < (n + 1) * 2 && !taken; i++) {
+            other = &ops[i / 2].id[i % 2];
+
+            taken = (other->len == len
+                     && ngx_strncmp(other->data, id, len) == 0);
+        }
+
+        if (!taken) {
+            break;
+        }
+
+        len = ngx_sprintf(q, "%ui", k) - id;
+    }
+
+    name->data = ngx_alloc(len, log);
+    if (name->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(name->data, id, len);
+    name->len = len;
+
+    return NGX_OK;
+}
+
+
+ngx_str_t *
+ngx_platform_operation_id(ngx_platform_endpoint_t *ep, ngx_uint_t head)
+{
+    ngx_str_t   *id;
+    ngx_uint_t   i;
+
+    for (i = 0; i < ngx_platform_noperations; i++) {
+        if (ngx_platform_operations[i].endpoint == ep) {
+            id = &ngx_platform_operations[i].id[head ? 1 : 0];
+            return id->len ? id : NULL;
+        }
+    }
+
+    return NULL;
+}

@@ -6,6 +6,9 @@
  *
  * The subrequest carries none of the client's headers nor its body: a
  * bearer token sent to the module never travels on to a third party.
+ * It carries the request's trace context instead (W3C Trace Context): a
+ * traceparent of the request's trace whose parent is the request's own
+ * span, and the caller's tracestate untouched.
  * The response body is bounded by subrequest_output_buffer_size of the
  * internal location. The post-subrequest handler keeps what the location
  * answered and wakes the main request, whose write handler calls the
@@ -31,6 +34,10 @@ typedef struct {
 } ngx_platform_subrequest_ctx_t;
 
 
+static ngx_int_t ngx_platform_subrequest_trace(ngx_http_request_t *r,
+    ngx_http_request_t *sr);
+static ngx_int_t ngx_platform_subrequest_header(ngx_http_request_t *sr,
+    char *name, ngx_str_t *value);
 static ngx_int_t ngx_platform_subrequest_done(ngx_http_request_t *sr,
     void *data, ngx_int_t rc);
 static ngx_uint_t ngx_platform_subrequest_too_big(ngx_http_request_t *sr);
@@ -100,10 +107,67 @@ ngx_platform_subrequest(ngx_http_request_t *r, ngx_str_t *uri,
     sr->headers_in.keep_alive_n = -1;
     sr->request_body = NULL;
 
+    if (ngx_platform_subrequest_trace(r, sr) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* the caller's hold on the request, released by its handler */
     r->main->count++;
 
     return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_platform_subrequest_trace(ngx_http_request_t *r, ngx_http_request_t *sr)
+{
+    ngx_str_t            traceparent;
+    ngx_platform_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_platform_module);
+
+    if (ctx == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_platform_traceparent(r, ctx, &traceparent) != NGX_OK
+        || ngx_platform_subrequest_header(sr, "traceparent", &traceparent)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ctx->tracestate.len == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_platform_subrequest_header(sr, "tracestate", &ctx->tracestate);
+}
+
+
+/* a request header of the subrequest, as the proxy module passes it on */
+
+static ngx_int_t
+ngx_platform_subrequest_header(ngx_http_request_t *sr, char *name,
+    ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&sr->headers_in.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->hash = ngx_hash_key(h->key.data, h->key.len);
+    h->lowcase_key = (u_char *) name;
+    h->value = *value;
+#if (nginx_version >= 1023000)
+    h->next = NULL;
+#endif
+
+    return NGX_OK;
 }
 
 

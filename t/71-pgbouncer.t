@@ -30,6 +30,10 @@ $t->psql("INSERT INTO api_keys (id, tenant_id, scope, key_digest)"
          . " VALUES ('00000000000071aa', 'tenant-demo', 'trades',"
          . " sha256(convert_to('$apikey', 'UTF8')))");
 
+# a server whose sessions are not in UTC: what the module sets at connect
+# directly must hold through the pooler too
+$t->psql("ALTER DATABASE " . $t->db . " SET timezone = 'Asia/Tokyo'");
+
 # two server connections for every client: they are shared
 my $pgb = $t->start_pgbouncer(pool_size => 2);
 my $dsn = $pgb->dsn($t->db);
@@ -114,6 +118,34 @@ every_get('prepare off');
 
 my $r = $t->request('GET', "/tms/delivery-orders/$order", headers => \%tms);
 is($r->{json}{data}{id}, $order, 'the order read through PgBouncer');
+
+# the same answers as an nginx connected directly, byte for byte
+my $direct = Platform::Test->new(workers => 1, db => 0);
+my $direct_dsn = $t->pg_dsn;
+$direct->run(<<"EOF");
+    platform_pg "$direct_dsn";
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        platform_jwt_key HS256 @{[ $t->testdir ]}/keys/hs256.key;
+        platform_cache_time 0;
+
+        include $top/conf/platform.conf;
+    }
+EOF
+for my $g ([ "/tms/delivery-orders/$order", \%tms ],
+           [ "/api/v1/PersonAccounts/$acct/get", \%bearer ],
+           [ '/api/v1/BankTransfers/all-account?PageNumber=1&PageSize=5',
+             \%bearer ])
+{
+    my ($path, $h) = @$g;
+    my $a = $t->request('GET', $path, headers => $h);
+    my $b = $direct->request('GET', $path, headers => $h);
+    is($a->{content}, $b->{content}, "the same answer as directly: $path");
+}
+$direct->ignore_log(qr/platform_identity_bureau/);
+$direct->done;
 
 ### writes
 
