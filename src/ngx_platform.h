@@ -874,6 +874,9 @@ ngx_int_t ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
  */
 ngx_int_t ngx_platform_operation_ids_init(ngx_log_t *log);
 
+/* "get", "post", ... as OpenAPI names a method; NULL for another */
+const char *ngx_platform_method_name(ngx_uint_t method);
+
 /* an endpoint's operationId (head: of the HEAD of a GET), or NULL */
 ngx_str_t *ngx_platform_operation_id(ngx_platform_endpoint_t *ep,
     ngx_uint_t head);

@@ -127,7 +127,6 @@ static json_t *ngx_platform_openapi_error_body(ngx_uint_t envelope,
     ngx_platform_openapi_error_t *err);
 static json_t *ngx_platform_openapi_operation_id(ngx_platform_endpoint_t *ep,
     const char *method);
-static const char *ngx_platform_openapi_method(ngx_uint_t method);
 static json_t *ngx_platform_openapi_ref(const char *kind, const char *name);
 
 
@@ -332,7 +331,7 @@ ngx_platform_openapi_check(ngx_conf_t *cf, ngx_platform_family_t *family,
 
     /* "GET", as the method is written */
 
-    name = ngx_platform_openapi_method(ep->method);
+    name = ngx_platform_method_name(ep->method);
 
     for (i = 0; name && name[i] && i < sizeof(method) - 1; i++) {
         method[i] = ngx_toupper(name[i]);
@@ -712,7 +711,7 @@ ngx_platform_openapi_endpoint(json_t *paths, ngx_platform_family_t *family,
     const char    *method, *template;
     json_error_t   error;
 
-    method = ngx_platform_openapi_method(ep->method);
+    method = ngx_platform_method_name(ep->method);
     if (method == NULL) {
         return NGX_ERROR;
     }
@@ -1888,26 +1887,6 @@ ngx_platform_openapi_operation_id(ngx_platform_endpoint_t *ep,
     }
 
     return json_stringn((char *) id->data, id->len);
-}
-
-
-static const char *
-ngx_platform_openapi_method(ngx_uint_t method)
-{
-    switch (method) {
-    case NGX_HTTP_GET:
-        return "get";
-    case NGX_HTTP_POST:
-        return "post";
-    case NGX_HTTP_PUT:
-        return "put";
-    case NGX_HTTP_PATCH:
-        return "patch";
-    case NGX_HTTP_DELETE:
-        return "delete";
-    default:
-        return NULL;
-    }
 }
 
 

@@ -489,9 +489,10 @@ ngx_platform_redis_node_open(ngx_platform_redis_node_t *node)
     }
 
     if (ac->err) {
-        ngx_log_error(NGX_LOG_ERR, node->log, 0,
-                      "redis: connect to \"%V\" failed: %s",
-                      &node->addr, ac->c.errstr);
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
+                                 node->log, 0,
+                                 "redis: connect to \"%V\" failed: %s",
+                                 &node->addr, ac->c.errstr);
         redisAsyncFree(ac);
         ngx_platform_redis_node_schedule(node);
         return;
@@ -623,9 +624,10 @@ ngx_platform_redis_node_connect_timeout(ngx_event_t *ev)
         return;
     }
 
-    ngx_log_error(NGX_LOG_ERR, node->log, 0,
-                  "redis: connect to \"%V\" timed out",
-                  &node->addr);
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
+                             node->log, 0,
+                             "redis: connect to \"%V\" timed out",
+                             &node->addr);
 
     /* not inside a hiredis callback: frees now, cleanup reschedules */
     redisAsyncFree(node->ac);
@@ -641,9 +643,10 @@ ngx_platform_redis_node_on_connect(const redisAsyncContext *ac, int status)
 
     if (status != REDIS_OK) {
         /* hiredis frees the context after this returns */
-        ngx_log_error(NGX_LOG_ERR, node->log, 0,
-                      "redis: connect to \"%V\" failed: %s",
-                      &node->addr, ac->c.errstr);
+        ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
+                                 node->log, 0,
+                                 "redis: connect to \"%V\" failed: %s",
+                                 &node->addr, ac->c.errstr);
         return;
     }
 
@@ -746,6 +749,9 @@ ngx_platform_redis_node_set_ready(ngx_platform_redis_node_t *node)
                       "redis: connected to \"%V\"", &node->addr);
     }
 
+    /* a new context may have the address of a freed one */
+    node->role_pending = NULL;
+
     if ((node->check_master || node->count_replicas)
         && !node->role_timer.timer_set)
     {
@@ -772,10 +778,36 @@ ngx_platform_redis_node_role_handler(ngx_event_t *ev)
         return;
     }
 
+    if (node->role_pending == node->ac) {
+
+        if (ngx_current_msec - node->role_sent < node->pmcf->redis_timeout) {
+            ngx_add_timer(&node->role_timer, 1000);
+            return;
+        }
+
+        /*
+         * A master that answers nothing while no request asks it (stopped,
+         * or behind a half-open connection) is left as one that timed out
+         * a command is: without it a worker with nothing to do would stay
+         * on it through a failover
+         */
+
+        ngx_log_error(NGX_LOG_ERR, node->log, 0,
+                      "redis: no answer to ROLE from \"%V\", reconnecting",
+                      &node->addr);
+
+        /* not inside a hiredis callback: freed now */
+        ngx_platform_redis_node_drop(node);
+        return;
+    }
+
     if (redisAsyncCommand(node->ac, ngx_platform_redis_node_role_reply,
                           node->ac, "ROLE")
         == REDIS_OK)
     {
+        node->role_pending = node->ac;
+        node->role_sent = ngx_current_msec;
+
         ngx_add_timer(&node->role_timer, 1000);
     }
 }
@@ -795,6 +827,8 @@ ngx_platform_redis_node_role_reply(redisAsyncContext *ac, void *data,
     if (reply == NULL || node == NULL || node->ac != ac || node->exiting) {
         return;
     }
+
+    node->role_pending = NULL;
 
     if (node->check_master && !ngx_platform_redis_node_is_master(reply)) {
         ngx_log_error(NGX_LOG_ERR, node->log, 0,

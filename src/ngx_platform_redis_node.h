@@ -101,6 +101,10 @@ struct ngx_platform_redis_node_s {
     ngx_msec_t                      replicas_seen;
     ngx_event_t                     role_timer;
 
+    /* the ROLE asked last and not answered yet: when, on which context */
+    ngx_msec_t                      role_sent;
+    redisAsyncContext              *role_pending;
+
     unsigned                        ready:1;
     unsigned                        exiting:1;
     unsigned                        flushing:1;

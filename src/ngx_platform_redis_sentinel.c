@@ -49,6 +49,13 @@ typedef struct {
     ngx_platform_redis_node_t      *subscriber;
     ngx_uint_t                      subscribed_to;
 
+    /*
+     * The sentinel whose answer the master node has, and the sentinels
+     * that answered they do not know the master (logged once each)
+     */
+    ngx_uint_t                      answered;
+    u_char                          unknown[NGX_PLATFORM_REDIS_SENTINELS];
+
     /* the master left last, and when */
     u_char                          left[NGX_SOCKADDR_STRLEN + 8];
     size_t                          left_len;
@@ -61,6 +68,7 @@ typedef struct {
 
     unsigned                        asking:1;
     unsigned                        known:1;   /* a sentinel named it */
+    unsigned                        moving:1;  /* the subscriber, on purpose */
     unsigned                        exiting:1;
 } ngx_platform_redis_sentinel_t;
 
@@ -68,6 +76,8 @@ typedef struct {
 static ngx_platform_redis_node_t *ngx_platform_redis_sentinel_node(
     ngx_cycle_t *cycle, ngx_platform_redis_sentinel_t *st, ngx_str_t *addr);
 static void ngx_platform_redis_sentinel_ready(ngx_platform_redis_node_t *node);
+static void ngx_platform_redis_sentinel_master_ready(
+    ngx_platform_redis_node_t *node);
 static void ngx_platform_redis_sentinel_master_lost(
     ngx_platform_redis_node_t *node);
 static void ngx_platform_redis_sentinel_schedule(
@@ -77,8 +87,10 @@ static void ngx_platform_redis_sentinel_deadline_handler(ngx_event_t *ev);
 static void ngx_platform_redis_sentinel_reply(redisAsyncContext *ac,
     void *data, void *privdata);
 static void ngx_platform_redis_sentinel_point(
-    ngx_platform_redis_sentinel_t *st, u_char *host, size_t hlen,
-    u_char *port, size_t plen, const char *announced);
+    ngx_platform_redis_sentinel_t *st, ngx_uint_t from, u_char *host,
+    size_t hlen, u_char *port, size_t plen, const char *announced);
+static void ngx_platform_redis_sentinel_listen(
+    ngx_platform_redis_sentinel_t *st, ngx_uint_t i);
 static void ngx_platform_redis_sentinel_subscribe(
     ngx_platform_redis_node_t *node);
 static void ngx_platform_redis_sentinel_subscriber_lost(
@@ -127,6 +139,7 @@ ngx_platform_redis_sentinel_init(ngx_cycle_t *cycle,
     master->manual = 1;
     master->check_master = 1;
     master->backoff_max = NGX_PLATFORM_REDIS_SENTINEL_BACKOFF_MAX;
+    master->ready_handler = ngx_platform_redis_sentinel_master_ready;
     master->lost_handler = ngx_platform_redis_sentinel_master_lost;
     master->data = st;
 
@@ -266,6 +279,25 @@ ngx_platform_redis_sentinel_ready(ngx_platform_redis_node_t *node)
 }
 
 
+/*
+ * The master connected where a sentinel said: the subscription moves to
+ * that sentinel, so that one out of date, or watching another master of
+ * the name, is not the one listened to
+ */
+
+static void
+ngx_platform_redis_sentinel_master_ready(ngx_platform_redis_node_t *node)
+{
+    ngx_platform_redis_sentinel_t  *st;
+
+    st = node->data;
+
+    if (st->subscribed_to != st->answered) {
+        ngx_platform_redis_sentinel_listen(st, st->answered);
+    }
+}
+
+
 /* lost, refused, not a master, or -READONLY: where is the master now? */
 
 static void
@@ -368,6 +400,7 @@ ngx_platform_redis_sentinel_reply(redisAsyncContext *ac, void *data,
 {
     redisReply  *reply = data;
 
+    ngx_uint_t                      i;
     redisReply                     *host, *port;
     ngx_platform_redis_node_t      *node;
     ngx_platform_redis_sentinel_t  *st;
@@ -386,12 +419,36 @@ ngx_platform_redis_sentinel_reply(redisAsyncContext *ac, void *data,
         ngx_del_timer(&st->deadline);
     }
 
+    for (i = 0; i < st->nsentinels - 1; i++) {
+        if (st->sentinels[i] == node) {
+            break;
+        }
+    }
+
+    if (reply != NULL && reply->type == REDIS_REPLY_NIL) {
+
+        /* the master is unknown there: said once, the next one asked */
+
+        if (!st->unknown[i]) {
+            st->unknown[i] = 1;
+
+            ngx_log_error(NGX_LOG_ERR, st->log, 0,
+                          "redis: the sentinel \"%V\" does not know the "
+                          "master \"%V\"", &node->addr,
+                          &st->pmcf->redis_master_name);
+        }
+
+        ngx_platform_redis_sentinel_schedule(st,
+                                          NGX_PLATFORM_REDIS_SENTINEL_RETRY);
+        return;
+    }
+
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
         || reply->elements != 2
         || reply->element[0]->type != REDIS_REPLY_STRING
         || reply->element[1]->type != REDIS_REPLY_STRING)
     {
-        /* lost, an error, or nil: the master is unknown there */
+        /* lost, or an error */
         ngx_platform_log_limited(NGX_PLATFORM_LOG_REDIS_FAILED, NGX_LOG_ERR,
                                  st->log, 0,
                                  "redis: the sentinel \"%V\" does not name "
@@ -411,8 +468,11 @@ ngx_platform_redis_sentinel_reply(redisAsyncContext *ac, void *data,
     host = reply->element[0];
     port = reply->element[1];
 
-    ngx_platform_redis_sentinel_point(st, (u_char *) host->str, host->len,
-                                      (u_char *) port->str, port->len, NULL);
+    st->unknown[i] = 0;
+
+    ngx_platform_redis_sentinel_point(st, i, (u_char *) host->str,
+                                      host->len, (u_char *) port->str,
+                                      port->len, NULL);
 }
 
 
@@ -424,7 +484,7 @@ ngx_platform_redis_sentinel_reply(redisAsyncContext *ac, void *data,
 
 static void
 ngx_platform_redis_sentinel_point(ngx_platform_redis_sentinel_t *st,
-    u_char *host, size_t hlen, u_char *port, size_t plen,
+    ngx_uint_t from, u_char *host, size_t hlen, u_char *port, size_t plen,
     const char *announced)
 {
     u_char                      addr[NGX_SOCKADDR_STRLEN + 8];
@@ -491,6 +551,7 @@ ngx_platform_redis_sentinel_point(ngx_platform_redis_sentinel_t *st,
                   announced ? announced : "named by a sentinel");
 
     st->known = 1;
+    st->answered = from;
     master->manual = 0;
 
     ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_MASTER_SWITCHES);
@@ -523,7 +584,7 @@ ngx_platform_redis_sentinel_subscriber_lost(ngx_platform_redis_node_t *node)
 
     st = node->data;
 
-    if (st->nsentinels < 2) {
+    if (st->nsentinels < 2 || st->moving) {
         return;
     }
 
@@ -535,6 +596,35 @@ ngx_platform_redis_sentinel_subscriber_lost(ngx_platform_redis_node_t *node)
     (void) ngx_platform_redis_node_set_addr(node, (u_char *) next->host,
                                             ngx_strlen(next->host),
                                             (ngx_uint_t) next->port);
+}
+
+
+/* the subscription moved to sentinel i, now */
+
+static void
+ngx_platform_redis_sentinel_listen(ngx_platform_redis_sentinel_t *st,
+    ngx_uint_t i)
+{
+    ngx_platform_redis_node_t  *sentinel;
+
+    sentinel = st->sentinels[i];
+
+    if (ngx_platform_redis_node_set_addr(st->subscriber,
+                                         (u_char *) sentinel->host,
+                                         ngx_strlen(sentinel->host),
+                                         (ngx_uint_t) sentinel->port)
+        != NGX_OK)
+    {
+        return;
+    }
+
+    st->subscribed_to = i;
+
+    /* its loss is not news: the next sentinel is not taken */
+
+    st->moving = 1;
+    ngx_platform_redis_node_reconnect(st->subscriber);
+    st->moving = 0;
 }
 
 
@@ -590,6 +680,7 @@ ngx_platform_redis_sentinel_message(redisAsyncContext *ac, void *data,
         return;
     }
 
-    ngx_platform_redis_sentinel_point(st, f[3], len[3], f[4], len[4],
+    ngx_platform_redis_sentinel_point(st, st->subscribed_to, f[3], len[3],
+                                      f[4], len[4],
                                       "after a failover (+switch-master)");
 }

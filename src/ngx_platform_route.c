@@ -32,7 +32,6 @@ static ngx_int_t ngx_platform_match(ngx_http_request_t *r,
     ngx_uint_t *bad_version);
 static ngx_int_t ngx_platform_add_allow(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_platform_endpoint_t *ep);
-static const char *ngx_platform_operation_method(ngx_uint_t method);
 static ngx_int_t ngx_platform_operation_name(ngx_log_t *log,
     ngx_platform_operation_t *ops, ngx_uint_t n, const char *method,
     ngx_str_t *name);
@@ -495,7 +494,7 @@ ngx_platform_operation_ids_init(ngx_log_t *log)
                 continue;
             }
 
-            method = ngx_platform_operation_method(ep->method);
+            method = ngx_platform_method_name(ep->method);
             if (method == NULL) {
                 continue;
             }
@@ -529,8 +528,8 @@ ngx_platform_operation_ids_init(ngx_log_t *log)
 }
 
 
-static const char *
-ngx_platform_operation_method(ngx_uint_t method)
+const char *
+ngx_platform_method_name(ngx_uint_t method)
 {
     switch (method) {
     case NGX_HTTP_GET:
