@@ -205,6 +205,28 @@ ngx_platform_redis_connected(void)
 }
 
 
+ngx_uint_t
+ngx_platform_redis_key_connected(u_char *key, size_t len)
+{
+    ngx_platform_redis_t  *rd;
+
+    rd = ngx_platform_redis;
+
+    if (rd == NULL) {
+        return 0;
+    }
+
+    if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        /* the other masters serve on while one is failed over */
+        return ngx_platform_redis_cluster_node(
+                   ngx_platform_redis_cluster_slot(key, len))
+               != NULL;
+    }
+
+    return ngx_platform_redis_node_usable(rd->node);
+}
+
+
 char *
 ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
