@@ -314,14 +314,18 @@ is(rows('ev-ask-%'), scalar @rows, 'ask: one row each');
 
 ### a slot left in migration: a script of split keys waits, up to its deadline
 
-# the tenant's attempts counter on the old owner, its code nowhere: both
-# owners answer -TRYAGAIN until the migration ends
+# the tenant's attempts counter moved to the importing master, its code
+# nowhere: the old owner answers -ASK, the importing one -TRYAGAIN until
+# it owns the slot
 my $stuck = tenant_on(($cl->masters)[0], 'mig-');
 is(otp($stuck, '000000'), 404, 'migration: an attempt counted');
 my $mslot = $cl->slot_of("{$stuck}");
 my $mfrom = $cl->master_of_slot($mslot);
 my ($mto) = grep { $_ ne $mfrom } $cl->masters;
+my $mid = $cl->node_id($mto);
 $cl->move_slot_begin($mslot, $mto);
+$cl->redis_at($mfrom, 'MIGRATE', split(/:/, $mto), '', 0, 5000, 'KEYS',
+              "otp:attempts:{$stuck}:127.0.0.1");
 my $res = $t->request('GET', '/validate-otp/000000',
                       headers => { tenantId => $stuck, countryCode => 'NG' });
 is($res->{status}, 503, 'migration: 503 at the deadline');
@@ -331,8 +335,9 @@ my $async = $t->request_async('GET', '/validate-otp/000000',
                               headers => { tenantId => $stuck,
                                            countryCode => 'NG' });
 sleep 0.05;
-$cl->move_slot_finish($mslot, $mto, $mfrom);
+$cl->redis_at($mto, 'CLUSTER', 'SETSLOT', $mslot, 'NODE', $mid);
 is($async->wait->{status}, 404, 'migration: answered once it is over');
+$cl->move_slot_finish($mslot, $mto, $mfrom);
 
 ### a master killed under load
 
