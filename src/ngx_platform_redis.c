@@ -297,6 +297,10 @@ ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
+    if (pmcf->redis_seeds->nelts == 0) {
+        return "names no seed node: the cluster's map is read from them";
+    }
+
     pmcf->redis_deployment = NGX_PLATFORM_REDIS_CLUSTER;
 
     return NGX_CONF_OK;

@@ -57,6 +57,15 @@ $t->write_config("    platform_redis_cluster 127.0.0.1;\n$seed_conf");
 like($t->check_config->{output}, qr/seed "127.0.0.1": an IP address and a port/,
      'nginx -t: a seed has a port');
 
+my $pass_file = $t->testdir . '/redis.pass';
+open my $pf, '>', $pass_file or die;
+print $pf "secret\n";
+close $pf;
+$t->write_config("    platform_redis_cluster password=$pass_file;\n"
+                 . $seed_conf);
+like($t->check_config->{output}, qr/names no seed node/,
+     'nginx -t: a seed at least');
+
 $t->write_config("    platform_redis_cluster 127.0.0.1:7000;\n"
                  . "    platform_redis_db 2;\n$seed_conf");
 like($t->check_config->{output}, qr/has only the database 0/, 'nginx -t: a database');
