@@ -488,7 +488,7 @@ ngx_platform_rl_join(ngx_platform_rl_check_t *check)
     ngx_platform_rl_local_t  *e;
     ngx_platform_rl_batch_t  *b;
 
-    if (!ngx_platform_redis_connected()) {
+    if (!ngx_platform_redis_key_connected(check->key.data, check->key.len)) {
         ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
         return NGX_PLATFORM_UNAVAILABLE;
     }

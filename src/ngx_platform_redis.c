@@ -23,6 +23,9 @@
 /* -MOVED and -ASK followed for one command, at most */
 #define NGX_PLATFORM_REDIS_REDIRECTS  3
 
+/* a command answered -TRYAGAIN is sent again this much later */
+#define NGX_PLATFORM_REDIS_TRYAGAIN   20
+
 
 typedef struct {
     void                           *data;
@@ -32,7 +35,9 @@ typedef struct {
     redisAsyncContext              *ac;        /* the one it was sent on */
     ngx_platform_redis_node_t      *node;
     ngx_queue_t                     queue;     /* in node->cmds if attached */
-    ngx_msec_t                      sent;
+    ngx_msec_t                      sent;      /* on this connection */
+    ngx_msec_t                      first;     /* its deadline counts from */
+    ngx_msec_t                      due;       /* parked: sent again */
 
     /*
      * The command as sent, for the EVAL retry of a script and for a
@@ -48,6 +53,8 @@ typedef struct {
     unsigned                        attached:1;
     unsigned                        retried:1;
     unsigned                        redirects:2;
+    unsigned                        resent:1;  /* redirected or parked */
+    unsigned                        parked:1;  /* in rd->parked */
     unsigned                        asking:1;  /* sent after ASKING */
     unsigned                        waiting:1; /* for WAIT's reply */
 
@@ -67,6 +74,14 @@ struct ngx_platform_redis_s {
     ngx_platform_redis_node_t      *node;
 
     ngx_uint_t                      deployment;
+
+    /*
+     * Commands answered -TRYAGAIN (their keys' slot is being migrated),
+     * oldest first, sent again by the timer
+     */
+    ngx_queue_t                     parked;
+    ngx_event_t                     retry;
+    ngx_connection_t                dummy;
 };
 
 
@@ -85,6 +100,12 @@ static ngx_int_t ngx_platform_redis_send(ngx_platform_redis_node_t *node,
     ngx_platform_redis_cmd_t *cmd, ngx_uint_t ask);
 static ngx_uint_t ngx_platform_redis_redirect(redisAsyncContext *ac,
     ngx_platform_redis_cmd_t *cmd, redisReply *reply);
+static void ngx_platform_redis_unqueue(ngx_platform_redis_cmd_t *cmd);
+static void ngx_platform_redis_mark_resent(ngx_platform_redis_cmd_t *cmd);
+static ngx_uint_t ngx_platform_redis_park(ngx_platform_redis_cmd_t *cmd);
+static void ngx_platform_redis_retry_handler(ngx_event_t *ev);
+static void ngx_platform_redis_resend(ngx_platform_redis_cmd_t *cmd);
+static void ngx_platform_redis_free_parked(ngx_platform_redis_cmd_t *cmd);
 static ngx_uint_t ngx_platform_redis_key_slot(int argc, const char **argv,
     const size_t *argvlen, int key);
 static char *ngx_platform_redis_seeds(ngx_conf_t *cf,
@@ -100,7 +121,11 @@ static ngx_int_t ngx_platform_redis_wait(redisAsyncContext *ac,
     ngx_platform_redis_cmd_t *cmd, redisReply *reply);
 static redisReply *ngx_platform_redis_waited(ngx_platform_redis_cmd_t *cmd,
     redisReply *reply, redisReply *held);
+static void ngx_platform_redis_arm(ngx_platform_redis_node_t *node,
+    ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_cmd_timeout(ngx_event_t *ev);
+static ngx_platform_redis_cmd_t *ngx_platform_redis_late(
+    ngx_platform_redis_node_t *node, ngx_msec_int_t *left);
 static void ngx_platform_redis_expire(ngx_platform_redis_node_t *node,
     ngx_platform_redis_cmd_t *cmd);
 static void ngx_platform_redis_cmd_cleanup(void *data);
@@ -111,6 +136,13 @@ static void ngx_platform_redis_script_sha1(
 
 /* the worker's deployment; set in init_process */
 static ngx_platform_redis_t  *ngx_platform_redis;
+
+/*
+ * Commands sent again (redirected, or parked after -TRYAGAIN) keep the
+ * deadline of their first send: while any is queued, a node's queue is
+ * not in the order of the deadlines
+ */
+static ngx_uint_t             ngx_platform_redis_nresent;
 
 
 ngx_int_t
@@ -130,6 +162,17 @@ ngx_platform_redis_init_process(ngx_cycle_t *cycle,
 
     pmcf->redis = rd;
     ngx_platform_redis = rd;
+
+    ngx_queue_init(&rd->parked);
+
+    rd->dummy.fd = (ngx_socket_t) -1;
+    rd->dummy.data = rd;
+    rd->dummy.log = cycle->log;
+
+    rd->retry.handler = ngx_platform_redis_retry_handler;
+    rd->retry.data = &rd->dummy;
+    rd->retry.log = cycle->log;
+    rd->retry.cancelable = 1;
 
     if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
         return ngx_platform_redis_cluster_init(cycle, pmcf,
@@ -177,6 +220,18 @@ ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
         ngx_platform_redis_cluster_exit();
     }
 
+    /* their callers are not answered, as those of the nodes closed */
+
+    while (!ngx_queue_empty(&rd->parked)) {
+        ngx_platform_redis_free_parked(
+            ngx_queue_data(ngx_queue_head(&rd->parked),
+                           ngx_platform_redis_cmd_t, queue));
+    }
+
+    if (rd->retry.timer_set) {
+        ngx_del_timer(&rd->retry);
+    }
+
     if (rd->deployment == NGX_PLATFORM_REDIS_SENTINEL) {
         ngx_platform_redis_sentinel_exit();
     }
@@ -205,6 +260,28 @@ ngx_platform_redis_connected(void)
 }
 
 
+ngx_uint_t
+ngx_platform_redis_key_connected(u_char *key, size_t len)
+{
+    ngx_platform_redis_t  *rd;
+
+    rd = ngx_platform_redis;
+
+    if (rd == NULL) {
+        return 0;
+    }
+
+    if (rd->deployment == NGX_PLATFORM_REDIS_CLUSTER) {
+        /* the other masters serve on while one is failed over */
+        return ngx_platform_redis_cluster_node(
+                   ngx_platform_redis_cluster_slot(key, len))
+               != NULL;
+    }
+
+    return ngx_platform_redis_node_usable(rd->node);
+}
+
+
 char *
 ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)
@@ -218,6 +295,10 @@ ngx_platform_redis_cluster_conf(ngx_conf_t *cf, ngx_command_t *cmd,
 
     if (ngx_platform_redis_seeds(cf, pmcf, 1) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
+    }
+
+    if (pmcf->redis_seeds->nelts == 0) {
+        return "names no seed node: the cluster's map is read from them";
     }
 
     pmcf->redis_deployment = NGX_PLATFORM_REDIS_CLUSTER;
@@ -641,6 +722,8 @@ ngx_platform_redis_submit(ngx_pool_t *pool, ngx_platform_redis_cmd_t *cmd)
         return NGX_ERROR;
     }
 
+    cmd->first = ngx_current_msec;
+
     if (ngx_platform_redis_send(node, cmd, 0) != NGX_OK) {
         ngx_log_error(NGX_LOG_ERR, cmd->log, 0,
                       "redis: could not queue a command");
@@ -703,11 +786,35 @@ ngx_platform_redis_send(ngx_platform_redis_node_t *node,
 
     ngx_queue_insert_tail(&node->cmds, &cmd->queue);
 
-    if (!node->cmd_timer.timer_set) {
-        ngx_add_timer(&node->cmd_timer, node->pmcf->redis_timeout);
-    }
+    ngx_platform_redis_arm(node, cmd);
 
     return NGX_OK;
+}
+
+
+/* the node's timer, due by cmd's deadline at the latest */
+
+static void
+ngx_platform_redis_arm(ngx_platform_redis_node_t *node,
+    ngx_platform_redis_cmd_t *cmd)
+{
+    ngx_msec_t      deadline;
+    ngx_msec_int_t  left;
+
+    deadline = cmd->first + node->pmcf->redis_timeout;
+
+    if (node->cmd_timer.timer_set) {
+        if ((ngx_msec_int_t) (node->cmd_timer.timer.key - deadline) <= 0) {
+            return;
+        }
+
+        /* a redirected command, due before the others */
+        ngx_del_timer(&node->cmd_timer);
+    }
+
+    left = (ngx_msec_int_t) (deadline - ngx_current_msec);
+
+    ngx_add_timer(&node->cmd_timer, left > 0 ? (ngx_msec_t) left : 1);
 }
 
 
@@ -731,12 +838,19 @@ ngx_platform_redis_redirect(redisAsyncContext *ac,
         return 0;
     }
 
-    if ((reply->len >= 11 && ngx_strncmp(reply->str, "CLUSTERDOWN", 11) == 0)
-        || (reply->len >= 8 && ngx_strncmp(reply->str, "TRYAGAIN", 8) == 0))
-    {
+    if (reply->len >= 11 && ngx_strncmp(reply->str, "CLUSTERDOWN", 11) == 0) {
         /* the caller gets the error (503); the map is read again */
         ngx_platform_redis_cluster_refresh();
         return 0;
+    }
+
+    if (reply->len >= 8 && ngx_strncmp(reply->str, "TRYAGAIN", 8) == 0) {
+        /*
+         * The keys of a script, some moved to the importing node, some
+         * not yet: it can run once the slot's migration is over
+         */
+        ngx_platform_redis_cluster_refresh();
+        return ngx_platform_redis_park(cmd);
     }
 
     if (cmd->redirects == NGX_PLATFORM_REDIS_REDIRECTS) {
@@ -754,11 +868,8 @@ ngx_platform_redis_redirect(redisAsyncContext *ac,
 
     from = cmd->node;
 
-    ngx_queue_remove(&cmd->queue);
-
-    if (ngx_queue_empty(&from->cmds) && from->cmd_timer.timer_set) {
-        ngx_del_timer(&from->cmd_timer);
-    }
+    ngx_platform_redis_unqueue(cmd);
+    ngx_platform_redis_mark_resent(cmd);
 
     cmd->redirects++;
 
@@ -769,14 +880,178 @@ ngx_platform_redis_redirect(redisAsyncContext *ac,
         /* back where it was: the caller gets the redirection (503) */
         ngx_queue_insert_tail(&from->cmds, &cmd->queue);
 
-        if (!from->cmd_timer.timer_set) {
-            ngx_add_timer(&from->cmd_timer, from->pmcf->redis_timeout);
-        }
+        ngx_platform_redis_arm(from, cmd);
 
         return 0;
     }
 
     return 1;
+}
+
+
+/* off its node's queue; the node's timer goes with its last command */
+
+static void
+ngx_platform_redis_unqueue(ngx_platform_redis_cmd_t *cmd)
+{
+    ngx_platform_redis_node_t  *node;
+
+    node = cmd->node;
+
+    ngx_queue_remove(&cmd->queue);
+
+    if (ngx_queue_empty(&node->cmds) && node->cmd_timer.timer_set) {
+        ngx_del_timer(&node->cmd_timer);
+    }
+}
+
+
+/* sent again: its deadline is older than those queued before it */
+
+static void
+ngx_platform_redis_mark_resent(ngx_platform_redis_cmd_t *cmd)
+{
+    if (!cmd->resent) {
+        cmd->resent = 1;
+        ngx_platform_redis_nresent++;
+    }
+}
+
+
+/*
+ * -TRYAGAIN: cmd is sent again shortly, if its deadline leaves the time.
+ * Returns 1 when it will be.
+ */
+
+static ngx_uint_t
+ngx_platform_redis_park(ngx_platform_redis_cmd_t *cmd)
+{
+    ngx_msec_int_t         left;
+    ngx_platform_redis_t  *rd;
+
+    rd = ngx_platform_redis;
+
+    left = (ngx_msec_int_t) (cmd->first + cmd->node->pmcf->redis_timeout
+                             - ngx_current_msec);
+
+    if (left <= NGX_PLATFORM_REDIS_TRYAGAIN) {
+        return 0;
+    }
+
+    ngx_platform_redis_unqueue(cmd);
+    ngx_platform_redis_mark_resent(cmd);
+
+    /* hiredis is done with it: only the caller's cleanup and rd have it */
+
+    cmd->parked = 1;
+    cmd->due = ngx_current_msec + NGX_PLATFORM_REDIS_TRYAGAIN;
+
+    /*
+     * Routed afresh then, -ASK again while the migration lasts: the
+     * bound is on redirections in a row, the deadline bounds the rest
+     */
+    cmd->redirects = 0;
+
+    ngx_queue_insert_tail(&rd->parked, &cmd->queue);
+
+    if (!rd->retry.timer_set) {
+        ngx_add_timer(&rd->retry, NGX_PLATFORM_REDIS_TRYAGAIN);
+    }
+
+    return 1;
+}
+
+
+static void
+ngx_platform_redis_retry_handler(ngx_event_t *ev)
+{
+    ngx_msec_int_t             left;
+    ngx_connection_t          *c;
+    ngx_platform_redis_t      *rd;
+    ngx_platform_redis_cmd_t  *cmd;
+
+    c = ev->data;
+    rd = c->data;
+
+    /* a caller answered here may send another command, or drop others */
+
+    while (!ngx_queue_empty(&rd->parked)) {
+        cmd = ngx_queue_data(ngx_queue_head(&rd->parked),
+                             ngx_platform_redis_cmd_t, queue);
+
+        left = (ngx_msec_int_t) (cmd->due - ngx_current_msec);
+
+        if (left > 0) {
+            ngx_add_timer(&rd->retry, (ngx_msec_t) left);
+            return;
+        }
+
+        ngx_platform_redis_resend(cmd);
+    }
+}
+
+
+/* a parked command to the slot's master now, or its caller answered */
+
+static void
+ngx_platform_redis_resend(ngx_platform_redis_cmd_t *cmd)
+{
+    void                           *caller;
+    ngx_int_t                       rc;
+    ngx_platform_redis_node_t      *node;
+    ngx_platform_redis_handler_pt   handler;
+
+    ngx_queue_remove(&cmd->queue);
+    cmd->parked = 0;
+
+    /* a script sent to another server may not be cached there */
+    cmd->retried = 0;
+
+    if ((ngx_msec_int_t) (cmd->first + ngx_platform_redis->pmcf->redis_timeout
+                          - ngx_current_msec)
+        <= 0)
+    {
+        rc = NGX_PLATFORM_TIMEOUT;
+
+    } else {
+        node = ngx_platform_redis_route(ngx_platform_redis, cmd);
+
+        if (node != NULL && ngx_platform_redis_send(node, cmd, 0) == NGX_OK) {
+            return;
+        }
+
+        rc = NGX_PLATFORM_UNAVAILABLE;
+    }
+
+    handler = cmd->handler;
+    caller = cmd->data;
+
+    if (cmd->cleanup) {
+        cmd->cleanup->handler = NULL;
+    }
+
+    ngx_platform_redis_nresent--;
+    ngx_free(cmd);
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_REDIS_ERRORS);
+
+    handler(caller, NULL, rc);
+}
+
+
+/* a parked command whose caller went away, or at exit */
+
+static void
+ngx_platform_redis_free_parked(ngx_platform_redis_cmd_t *cmd)
+{
+    ngx_queue_remove(&cmd->queue);
+
+    if (cmd->cleanup) {
+        cmd->cleanup->handler = NULL;
+    }
+
+    ngx_platform_redis_nresent--;
+    ngx_free(cmd);
 }
 
 
@@ -872,7 +1147,7 @@ ngx_platform_redis_reply(redisAsyncContext *ac, void *data, void *privdata)
 
     if (reply != NULL) {
         ngx_platform_metrics_observe(NGX_PLATFORM_H_REDIS,
-                                     ngx_current_msec - cmd->sent);
+                                     ngx_current_msec - cmd->first);
     }
 
     handler = cmd->handler;
@@ -1058,20 +1333,62 @@ ngx_platform_redis_cmd_timeout(ngx_event_t *ev)
 
     /* a caller answered here may send another command, or drop others */
 
-    while (!ngx_queue_empty(&node->cmds)) {
-        cmd = ngx_queue_data(ngx_queue_head(&node->cmds),
-                             ngx_platform_redis_cmd_t, queue);
+    for ( ;; ) {
+        cmd = ngx_platform_redis_late(node, &left);
 
-        left = (ngx_msec_int_t)
-                   (cmd->sent + node->pmcf->redis_timeout - ngx_current_msec);
-
-        if (left > 0) {
-            ngx_add_timer(&node->cmd_timer, (ngx_msec_t) left);
-            return;
+        if (cmd == NULL) {
+            break;
         }
 
         ngx_platform_redis_expire(node, cmd);
     }
+
+    if (left > 0) {
+        ngx_add_timer(&node->cmd_timer, (ngx_msec_t) left);
+    }
+}
+
+
+/*
+ * The first command of node past its deadline, or NULL and in *left the
+ * time to the nearest deadline (0: none). The deadlines are in the order
+ * of the queue, but those of redirected commands: while there are any,
+ * the whole queue is looked at.
+ */
+
+static ngx_platform_redis_cmd_t *
+ngx_platform_redis_late(ngx_platform_redis_node_t *node,
+    ngx_msec_int_t *left)
+{
+    ngx_queue_t               *q;
+    ngx_msec_int_t             n;
+    ngx_platform_redis_cmd_t  *cmd;
+
+    *left = 0;
+
+    for (q = ngx_queue_head(&node->cmds);
+         q != ngx_queue_sentinel(&node->cmds);
+         q = ngx_queue_next(q))
+    {
+        cmd = ngx_queue_data(q, ngx_platform_redis_cmd_t, queue);
+
+        n = (ngx_msec_int_t)
+                (cmd->first + node->pmcf->redis_timeout - ngx_current_msec);
+
+        if (n <= 0) {
+            return cmd;
+        }
+
+        if (*left == 0 || n < *left) {
+            *left = n;
+        }
+
+        if (ngx_platform_redis_nresent == 0) {
+            break;
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -1127,6 +1444,12 @@ ngx_platform_redis_cmd_cleanup(void *data)
     /* the cleanup itself is being run: it is not reset */
     cmd->cleanup = NULL;
 
+    if (cmd->parked) {
+        /* hiredis does not have it */
+        ngx_platform_redis_free_parked(cmd);
+        return;
+    }
+
     ngx_platform_redis_detach(cmd);
 }
 
@@ -1134,18 +1457,14 @@ ngx_platform_redis_cmd_cleanup(void *data)
 static void
 ngx_platform_redis_detach(ngx_platform_redis_cmd_t *cmd)
 {
-    ngx_platform_redis_node_t  *node;
-
     if (!cmd->attached) {
         return;
     }
 
-    node = cmd->node;
+    ngx_platform_redis_unqueue(cmd);
 
-    ngx_queue_remove(&cmd->queue);
-
-    if (ngx_queue_empty(&node->cmds) && node->cmd_timer.timer_set) {
-        ngx_del_timer(&node->cmd_timer);
+    if (cmd->resent) {
+        ngx_platform_redis_nresent--;
     }
 
     if (cmd->cleanup) {

@@ -85,8 +85,11 @@ ngx_int_t ngx_platform_redis_init_process(ngx_cycle_t *cycle,
 void ngx_platform_redis_exit_process(ngx_cycle_t *cycle,
     ngx_platform_main_conf_t *pmcf);
 
-/* for health and metrics */
+/* for health and metrics: with a cluster, every slot has its master */
 ngx_uint_t ngx_platform_redis_connected(void);
+
+/* the server of key is connected: with a cluster, its slot's master */
+ngx_uint_t ngx_platform_redis_key_connected(u_char *key, size_t len);
 
 
 #endif /* _NGX_PLATFORM_REDIS_H_INCLUDED_ */
