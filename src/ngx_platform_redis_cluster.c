@@ -58,6 +58,8 @@ typedef struct {
 static ngx_platform_redis_node_t *ngx_platform_redis_cluster_add(
     ngx_platform_redis_cluster_t *cl, u_char *host, size_t len,
     ngx_uint_t port);
+static ngx_platform_redis_node_t *ngx_platform_redis_cluster_new_node(
+    ngx_platform_redis_cluster_t *cl, ngx_str_t *addr);
 static void ngx_platform_redis_cluster_ready(ngx_platform_redis_node_t *node);
 static void ngx_platform_redis_cluster_lost(ngx_platform_redis_node_t *node);
 static void ngx_platform_redis_cluster_refresh_handler(ngx_event_t *ev);
@@ -92,7 +94,6 @@ ngx_platform_redis_cluster_init(ngx_cycle_t *cycle,
     uint16_t                       crc;
     ngx_str_t                     *seed;
     ngx_uint_t                     i, b;
-    ngx_platform_redis_node_t     *node;
     ngx_platform_redis_cluster_t  *cl;
 
     /* CRC16-CCITT (XMODEM), polynomial 0x1021, as the specification */
@@ -135,20 +136,9 @@ ngx_platform_redis_cluster_init(ngx_cycle_t *cycle,
     seed = pmcf->redis_seeds->elts;
 
     for (i = 0; i < pmcf->redis_seeds->nelts; i++) {
-        node = ngx_platform_redis_node_create(cycle, cycle->pool, pmcf,
-                                              &seed[i]);
-        if (node == NULL) {
+        if (ngx_platform_redis_cluster_new_node(cl, &seed[i]) == NULL) {
             return NGX_ERROR;
         }
-
-        node->cmd_timer.handler = cmd_timeout;
-        node->backoff_max = NGX_PLATFORM_REDIS_CLUSTER_BACKOFF_MAX;
-        node->count_replicas = 1;
-        node->ready_handler = ngx_platform_redis_cluster_ready;
-        node->lost_handler = ngx_platform_redis_cluster_lost;
-        node->data = cl;
-
-        cl->nodes[cl->nnodes++] = node;
     }
 
     cl->nseeds = cl->nnodes;
@@ -432,8 +422,30 @@ ngx_platform_redis_cluster_add(ngx_platform_redis_cluster_t *cl,
         return NULL;
     }
 
+    node = ngx_platform_redis_cluster_new_node(cl, &addr);
+    if (node == NULL) {
+        return NULL;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, cl->log, 0,
+                  "redis: cluster: a node at \"%V\"", &node->addr);
+
+    ngx_platform_redis_node_connect(node);
+
+    return node;
+}
+
+
+/* a node of the cluster at addr, not connected yet, in cl->nodes */
+
+static ngx_platform_redis_node_t *
+ngx_platform_redis_cluster_new_node(ngx_platform_redis_cluster_t *cl,
+    ngx_str_t *addr)
+{
+    ngx_platform_redis_node_t  *node;
+
     node = ngx_platform_redis_node_create(cl->cycle, cl->cycle->pool,
-                                          cl->pmcf, &addr);
+                                          cl->pmcf, addr);
     if (node == NULL) {
         return NULL;
     }
@@ -446,11 +458,6 @@ ngx_platform_redis_cluster_add(ngx_platform_redis_cluster_t *cl,
     node->data = cl;
 
     cl->nodes[cl->nnodes++] = node;
-
-    ngx_log_error(NGX_LOG_INFO, cl->log, 0,
-                  "redis: cluster: a node at \"%V\"", &node->addr);
-
-    ngx_platform_redis_node_connect(node);
 
     return node;
 }
