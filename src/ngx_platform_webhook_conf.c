@@ -5,7 +5,7 @@
  * the files of their signing secrets; once every location is merged,
  * nginx -t refuses a name that one location serves without a credential
  * and another with one, since its events could then be posted without
- * the key.
+ * the key, and warns of a location that accepts no name at all.
  */
 
 
@@ -50,6 +50,10 @@ static ngx_int_t ngx_platform_webhooks_check_route(ngx_conf_t *cf,
     ngx_platform_endpoint_t *ep);
 static void ngx_platform_webhooks_log_mixed(ngx_conf_t *cf,
     ngx_platform_webhook_use_t *a, ngx_platform_webhook_use_t *b);
+static ngx_array_t *ngx_platform_webhooks_route_names(
+    ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep);
+static void ngx_platform_webhooks_warn_unnamed(ngx_conf_t *cf,
+    ngx_platform_webhook_location_t *loc, ngx_uint_t served);
 
 
 /*
@@ -417,7 +421,7 @@ ngx_platform_webhooks_record_location(ngx_conf_t *cf,
 ngx_int_t
 ngx_platform_webhooks_check_locations(ngx_conf_t *cf)
 {
-    ngx_uint_t                        i;
+    ngx_uint_t                        i, served, named;
     ngx_array_t                       uses;
     ngx_platform_endpoint_t          *ep;
     ngx_platform_main_conf_t         *pmcf;
@@ -439,18 +443,79 @@ ngx_platform_webhooks_check_locations(ngx_conf_t *cf)
     loc = pmcf->webhook_locations->elts;
 
     for (i = 0; i < pmcf->webhook_locations->nelts; i++) {
+        served = 0;
+        named = 0;
+
         for (ep = ngx_platform_webhooks_family.endpoints; ep->pattern; ep++) {
 
-            if (ngx_platform_webhooks_serves(loc[i].clcf, ep)
-                && ngx_platform_webhooks_check_route(cf, &uses, &loc[i], ep)
-                   != NGX_OK)
+            if (!ngx_platform_webhooks_serves(loc[i].clcf, ep)) {
+                continue;
+            }
+
+            served++;
+
+            if (ngx_platform_webhooks_route_names(&loc[i], ep) == NULL) {
+                continue;
+            }
+
+            named++;
+
+            if (ngx_platform_webhooks_check_route(cf, &uses, &loc[i], ep)
+                != NGX_OK)
             {
                 return NGX_ERROR;
             }
         }
+
+        if (named == 0) {
+            ngx_platform_webhooks_warn_unnamed(cf, &loc[i], served);
+        }
     }
 
     return NGX_OK;
+}
+
+
+/* the names a route accepts in a location: its sources or payment methods */
+
+static ngx_array_t *
+ngx_platform_webhooks_route_names(ngx_platform_webhook_location_t *loc,
+    ngx_platform_endpoint_t *ep)
+{
+    if (ngx_strstr(ep->pattern, "{string:source}")) {
+        return loc->plcf->webhook_sources;
+    }
+
+    return loc->plcf->webhook_methods;
+}
+
+
+/*
+ * nginx -t's warning for a webhooks location that accepts no name: every
+ * call it takes is 404, which is easy to miss when the example
+ * configuration's names are left commented out
+ */
+
+static void
+ngx_platform_webhooks_warn_unnamed(ngx_conf_t *cf,
+    ngx_platform_webhook_location_t *loc, ngx_uint_t served)
+{
+    if (served == 0) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "location \"%V\" serves webhooks but its path matches "
+                      "none of their routes (POST /api/v1/webhooks/public/"
+                      "{source}/events, /api/webhooks/public/{source}/events, "
+                      "/webhooks/{paymentmethod}): every call to it is 404",
+                      &loc->clcf->name);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                  "location \"%V\" serves webhooks but accepts no name: "
+                  "declare its sources with platform_webhook_source or its "
+                  "payment methods with platform_webhook_payment_method "
+                  "(in it or around it), or every call to it is 404",
+                  &loc->clcf->name);
 }
 
 
@@ -505,18 +570,9 @@ ngx_platform_webhooks_check_route(ngx_conf_t *cf, ngx_array_t *uses,
     ngx_platform_webhook_t      *hook;
     ngx_platform_webhook_use_t  *use, *seen;
 
-    if (ngx_strstr(ep->pattern, "{string:source}")) {
-        hooks = loc->plcf->webhook_sources;
-        kind = "source";
-
-    } else {
-        hooks = loc->plcf->webhook_methods;
-        kind = "payment method";
-    }
-
-    if (hooks == NULL) {
-        return NGX_OK;
-    }
+    hooks = ngx_platform_webhooks_route_names(loc, ep);
+    kind = ngx_strstr(ep->pattern, "{string:source}") ? "source"
+                                                      : "payment method";
 
     auth = (loc->plcf->auth != NGX_CONF_UNSET_UINT) ? loc->plcf->auth
                                                       : ep->auth;

@@ -227,6 +227,41 @@ ok($r->{ok}, 'nginx -t: the shipped layout with those names')
 unlike($r->{output}, qr/\[(?:warn|emerg)\]/, 'and no warning')
     or diag($r->{output});
 
+# as shipped, with its names commented out, every webhook call would be
+# 404: nginx -t warns of each of the three locations
+spew('platform.conf', Platform::Test::_slurp("$top/conf/platform.conf"));
+$r = $t->check_config(<<"EOF");
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        platform_jwt_key HS256 $dir/jwt.key;
+        platform_identity_bureau /_bureau;
+        include $dir/platform.conf;
+        location /hooks/ { platform_webhooks; platform_webhook_source a; }
+    }
+EOF
+ok($r->{ok}, 'nginx -t: the shipped layout without names passes')
+    or diag($r->{output});
+for my $loc ('/api/v1/webhooks/', '/api/webhooks/', '/webhooks/') {
+    like($r->{output},
+         qr/\[warn\].*location\ "\Q$loc\E"\ serves\ webhooks\ but\ accepts
+            \ no\ name:.*platform_webhook_source
+            .*platform_webhook_payment_method/x,
+         "and warns that $loc accepts no name");
+}
+like($r->{output},
+     qr/\[warn\].*location\ "\/hooks\/"\ serves\ webhooks\ but\ its\ path
+        \ matches\ none\ of\ their\ routes/x,
+     'and that a location off the routes serves none of them');
+# (each message is both on stderr and in the log)
+my %warned = map { $_ => 1 } $r->{output} =~ /\[warn\][^\n]*?(location "[^"]*")/g;
+is(join(' ', sort keys %warned),
+   'location "/api/v1/webhooks/" location "/api/webhooks/" location "/hooks/"'
+   . ' location "/webhooks/"',
+   'and warns of these locations only')
+    or diag($r->{output});
+unlike($r->{output}, qr/\[warn\](?![^\n]*serves webhooks)/,
+       'and of nothing else') or diag($r->{output});
+
 ### the server
 
 $t->run(<<"EOF");
