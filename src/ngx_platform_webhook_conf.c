@@ -50,10 +50,12 @@ static ngx_int_t ngx_platform_webhooks_check_route(ngx_conf_t *cf,
     ngx_platform_endpoint_t *ep);
 static void ngx_platform_webhooks_log_mixed(ngx_conf_t *cf,
     ngx_platform_webhook_use_t *a, ngx_platform_webhook_use_t *b);
+static ngx_uint_t ngx_platform_webhooks_shadowed(ngx_array_t *locations,
+    ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep);
 static ngx_array_t *ngx_platform_webhooks_route_names(
     ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep);
 static void ngx_platform_webhooks_warn_unnamed(ngx_conf_t *cf,
-    ngx_platform_webhook_location_t *loc, ngx_uint_t served);
+    ngx_platform_webhook_location_t *loc, ngx_uint_t matched);
 
 
 /*
@@ -421,8 +423,8 @@ ngx_platform_webhooks_record_location(ngx_conf_t *cf,
 ngx_int_t
 ngx_platform_webhooks_check_locations(ngx_conf_t *cf)
 {
-    ngx_uint_t                        i, served, named;
-    ngx_array_t                       uses;
+    ngx_uint_t                        i, matched, reachable, named;
+    ngx_array_t                       uses, *names;
     ngx_platform_endpoint_t          *ep;
     ngx_platform_main_conf_t         *pmcf;
     ngx_platform_webhook_location_t  *loc;
@@ -443,7 +445,8 @@ ngx_platform_webhooks_check_locations(ngx_conf_t *cf)
     loc = pmcf->webhook_locations->elts;
 
     for (i = 0; i < pmcf->webhook_locations->nelts; i++) {
-        served = 0;
+        matched = 0;
+        reachable = 0;
         named = 0;
 
         for (ep = ngx_platform_webhooks_family.endpoints; ep->pattern; ep++) {
@@ -452,27 +455,80 @@ ngx_platform_webhooks_check_locations(ngx_conf_t *cf)
                 continue;
             }
 
-            served++;
+            matched++;
+            names = ngx_platform_webhooks_route_names(&loc[i], ep);
 
-            if (ngx_platform_webhooks_route_names(&loc[i], ep) == NULL) {
-                continue;
-            }
-
-            named++;
-
-            if (ngx_platform_webhooks_check_route(cf, &uses, &loc[i], ep)
-                != NGX_OK)
+            if (names != NULL
+                && ngx_platform_webhooks_check_route(cf, &uses, &loc[i], ep)
+                   != NGX_OK)
             {
                 return NGX_ERROR;
             }
+
+            if (!ngx_platform_webhooks_shadowed(pmcf->webhook_locations,
+                                                &loc[i], ep))
+            {
+                reachable++;
+                named += (names != NULL);
+            }
         }
 
-        if (named == 0) {
-            ngx_platform_webhooks_warn_unnamed(cf, &loc[i], served);
+        if (matched == 0 || (reachable > 0 && named == 0)) {
+            ngx_platform_webhooks_warn_unnamed(cf, &loc[i], matched);
         }
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * Whether another webhooks location takes all of a route's requests from
+ * this one: a longer prefix that the route's literal start begins with
+ * (as the development configuration's "/api/v1/webhooks/public/" does
+ * for the "/api/v1/webhooks/" of the included platform.conf), so that
+ * this location's lack of names there is no mistake.
+ */
+
+static ngx_uint_t
+ngx_platform_webhooks_shadowed(ngx_array_t *locations,
+    ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep)
+{
+    char                             *capture;
+    size_t                            len;
+    ngx_uint_t                        i;
+    ngx_http_core_loc_conf_t         *other;
+    ngx_platform_webhook_location_t  *all;
+
+    capture = ngx_strchr(ep->pattern, '{');
+    len = capture ? (size_t) (capture - ep->pattern)
+                  : ngx_strlen(ep->pattern);
+
+    all = locations->elts;
+
+    for (i = 0; i < locations->nelts; i++) {
+        other = all[i].clcf;
+
+        if (other == loc->clcf
+#if (NGX_PCRE)
+            || other->regex
+#endif
+            || other->named
+            || other->name.len <= loc->clcf->name.len
+            || other->name.len > len)
+        {
+            continue;
+        }
+
+        if (ngx_filename_cmp((u_char *) ep->pattern, other->name.data,
+                             other->name.len)
+            == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -498,9 +554,9 @@ ngx_platform_webhooks_route_names(ngx_platform_webhook_location_t *loc,
 
 static void
 ngx_platform_webhooks_warn_unnamed(ngx_conf_t *cf,
-    ngx_platform_webhook_location_t *loc, ngx_uint_t served)
+    ngx_platform_webhook_location_t *loc, ngx_uint_t matched)
 {
-    if (served == 0) {
+    if (matched == 0) {
         ngx_log_error(NGX_LOG_WARN, cf->log, 0,
                       "location \"%V\" serves webhooks but its path matches "
                       "none of their routes (POST /api/v1/webhooks/public/"
