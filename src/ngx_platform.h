@@ -737,6 +737,7 @@ size_t ngx_platform_utf8_valid(u_char *p, size_t len);
 
 /* the message in the request's language */
 const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
+ngx_uint_t ngx_platform_text_french(ngx_platform_ctx_t *ctx);
 
 /* the message has a French text, the family's or the core's */
 ngx_int_t ngx_platform_text_known(ngx_platform_family_t *family,
