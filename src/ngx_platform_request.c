@@ -422,15 +422,14 @@ ngx_platform_log_error(ngx_http_request_t *r, ngx_http_request_t *sr,
 static ngx_uint_t
 ngx_platform_lang(ngx_http_request_t *r)
 {
-    u_char           *p, *end;
-    ngx_int_t         q, fr, en, any;
-    ngx_uint_t        fr_at, en_at, any_at, n;
-    ngx_str_t         range;
-    ngx_table_elt_t  *h;
+    u_char      *p, *end;
+    ngx_int_t    q, fr, en, any;
+    ngx_str_t    value, range;
+    ngx_uint_t   fr_at, en_at, any_at, n;
 
-    h = ngx_platform_header(r, "Accept-Language");
+    /* several header lines are one list (RFC 9110, section 5.3) */
 
-    if (h == NULL) {
+    if (ngx_platform_headers(r, "Accept-Language", &value) == 0) {
         return NGX_PLATFORM_LANG_EN;
     }
 
@@ -441,8 +440,8 @@ ngx_platform_lang(ngx_http_request_t *r)
     en_at = 0;
     any_at = 0;
 
-    p = h->value.data;
-    end = p + h->value.len;
+    p = value.data;
+    end = p + value.len;
 
     for (n = 0; p < end; n++) {
         q = ngx_platform_lang_range(&p, end, &range);
