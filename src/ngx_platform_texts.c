@@ -57,6 +57,12 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
     { "Malformed JSON at line %s, column %s: %s%s",
       "JSON mal formé à la ligne %s, colonne %s : %s%s" },
     { "Expected a JSON object.", "Un objet JSON est attendu." },
+    { "This route accepts a body of at most %s bytes.",
+      "Cette route accepte un corps d'au plus %s octets." },
+    { "This route accepts a body of at most 1 byte.",
+      "Cette route accepte un corps d'au plus 1 octet." },
+    { "The server is busy; retry shortly.",
+      "Le serveur est occupé ; réessayez bientôt." },
     { "The request body is not valid JSON.",
       "Le corps de la requête n'est pas un JSON valide." },
     { "The request body must be a JSON object.",
@@ -133,6 +139,8 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
       "l'attribut merchantId." },
     { "userId header is required.", "L'en-tête userId est requis." },
     { "userId header is invalid.", "L'en-tête userId est invalide." },
+    { "The userId header does not match the token's sub.",
+      "L'en-tête userId ne correspond pas à l'attribut sub du jeton." },
     { "Request timeout.", "Délai de la requête dépassé." },
 
     { NULL, NULL }
