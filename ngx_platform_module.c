@@ -48,6 +48,8 @@ static char *ngx_platform_check_texts(ngx_conf_t *cf,
     ngx_platform_family_t *family);
 static char *ngx_platform_check_text(ngx_conf_t *cf,
     ngx_platform_family_t *family, const char *en);
+static char *ngx_platform_check_doc_text(ngx_conf_t *cf,
+    ngx_platform_family_t *family, const char *doc);
 static char *ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -990,7 +992,8 @@ ngx_platform_free_pg_options(void *data)
 /*
  * nginx -t: an Envelope A family answers French clients in French, so
  * each of its texts has a French version, and each message its endpoint
- * tables declare is among its texts or the core's.
+ * tables declare, or its documentation says its code answers, is among
+ * its texts or the core's.
  */
 
 static char *
@@ -999,10 +1002,11 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
     char                     *rv;
     const char               *m[11];
     ngx_uint_t                i;
-    ngx_platform_sql_t       *sql;
-    ngx_platform_text_t      *t;
-    ngx_platform_outcome_t   *o;
-    ngx_platform_endpoint_t  *ep;
+    ngx_platform_sql_t         *sql;
+    ngx_platform_text_t        *t;
+    ngx_platform_outcome_t     *o;
+    ngx_platform_endpoint_t    *ep;
+    ngx_platform_doc_answer_t  *a;
 
     if (family->envelope != NGX_PLATFORM_ENVELOPE_A) {
         return NGX_CONF_OK;
@@ -1061,9 +1065,74 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
                 }
             }
         }
+
+        if (ep->doc == NULL) {
+            continue;
+        }
+
+        if (ep->doc->ok) {
+            rv = ngx_platform_check_text(cf, family, ep->doc->ok);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+        }
+
+        for (a = ep->doc->answers; a && a->status; a++) {
+            m[0] = a->message;
+            m[1] = a->detail;
+
+            for (i = 0; i < 2; i++) {
+                if (m[i] == NULL) {
+                    continue;
+                }
+
+                rv = ngx_platform_check_doc_text(cf, family, m[i]);
+                if (rv != NGX_CONF_OK) {
+                    return rv;
+                }
+            }
+        }
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * A text of the documentation: "<n>" where the code puts a value is
+ * "%s" in the texts
+ */
+
+static char *
+ngx_platform_check_doc_text(ngx_conf_t *cf, ngx_platform_family_t *family,
+    const char *doc)
+{
+    u_char      *p, *en;
+    const char  *d, *close;
+
+    en = ngx_pnalloc(cf->temp_pool, 2 * ngx_strlen(doc) + 1);
+    if (en == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    p = en;
+
+    for (d = doc; *d; d++) {
+        close = (*d == '<') ? ngx_strchr(d, '>') : NULL;
+
+        if (close) {
+            *p++ = '%';
+            *p++ = 's';
+            d = close;
+            continue;
+        }
+
+        *p++ = *d;
+    }
+
+    *p = '\0';
+
+    return ngx_platform_check_text(cf, family, (char *) en);
 }
 
 
