@@ -246,6 +246,7 @@ static const char  ngx_platform_task_requests_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_task_requests_assign_doc = {
+    "Assign a sampler to a task request",
     ngx_platform_doc_schema("TaskSamplerAssigned"),
     "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000001\"},"
     "\"headers\":{\"userId\":\"lab-admin-1\"},"
@@ -257,6 +258,7 @@ static ngx_platform_doc_t  ngx_platform_task_requests_assign_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_task_requests_toggle_doc = {
+    "Accept or reject a task request",
     ngx_platform_doc_schema("TaskStatusUpdated"),
     "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000002\"},"
     "\"headers\":{\"userId\":\"sampler-user-1\"},"
