@@ -2,8 +2,8 @@
 
 # platform_openapi: the OpenAPI 3.1 document, fetched from nginx with the
 # locations of conf/platform.conf. It validates with a real OpenAPI 3.1
-# validator (@seriousme/openapi-schema-validator, from npm, installed by
-# the test under .dev/); every route of the module's endpoint tables (read
+# validator (@seriousme/openapi-schema-validator, from npm, installed
+# under .dev/ by t/openapi/install); every route of the module's endpoint tables (read
 # from src/*.c) is in it and nothing else; every operation in it, run with
 # its own examples on the demo data, answers its documented success, and
 # that answer's body validates strictly against the documented schema
@@ -159,9 +159,8 @@ is($reloaded->{content}, $again->{content}, 'the same document after a reload');
 ### a real OpenAPI 3.1 validator
 
 # installed once under .dev/ from the committed lock file, again when the
-# lock changes
-my $dir = "$top/.dev/openapi-validator";
-my $lock = "$top/t/openapi/package-lock.json";
+# lock changes (t/openapi/install; t/79-openapi-client.t shares it)
+my $dir = "$top/.dev/openapi-tools";
 
 sub slurp {
     my ($file) = @_;
@@ -170,30 +169,12 @@ sub slurp {
     return <$fh>;
 }
 
-if ((slurp("$dir/package-lock.json") // '') ne slurp($lock)
-    || !-d "$dir/node_modules/\@seriousme/openapi-schema-validator")
-{
-    system('rm', '-rf', "$dir.new");
-    mkdir "$top/.dev";
-    mkdir "$dir.new" or die "$dir.new: $!";
-    copy("$top/t/openapi/package.json", "$dir.new/package.json") or die $!;
-    copy($lock, "$dir.new/package-lock.json") or die $!;
-    # the system's certificate authorities as well as Node's own, for a
-    # registry reached through a proxy that the system trusts; a second
-    # try for a network that dropped a request
-    my $ca = '/etc/ssl/certs/ca-certificates.crt';
-    local %ENV = %ENV;
-    $ENV{NODE_EXTRA_CA_CERTS} //= $ca if -r $ca;
-    my $npm = "cd '$dir.new' && npm ci --no-audit --no-fund"
-              . " --loglevel=error 2>&1";
-    my $out = `$npm`;
-    $out = `$npm` if $?;
-    is($?, 0, 'npm ci of the validator') or diag($out);
-    system('rm', '-rf', $dir);
-    rename "$dir.new", $dir or die "$dir: $!";
-}
+my $out = `'$top/t/openapi/install' '$dir' 2>&1`;
+is($?, 0, 'the npm packages installed') or diag($out);
 
-copy("$top/t/openapi/validate.mjs", "$dir/validate.mjs") or die $!;
+# run from the test's directory, the packages linked there
+copy("$top/t/openapi/validate.mjs", $t->testdir . '/validate.mjs') or die $!;
+symlink("$dir/node_modules", $t->testdir . '/node_modules') or die $!;
 
 my $docfile = $t->testdir . '/openapi.json';
 open my $fh, '>:raw', $docfile or die $!;
@@ -210,7 +191,7 @@ sub validate {
         close $a;
         $args .= " '$afile'";
     }
-    my $out = `node '$dir/validate.mjs' $args 2>&1`;
+    my $out = `node '${\ $t->testdir}/validate.mjs' $args 2>&1`;
     my $report = eval { decode_json($out) };
     diag($out) unless $report;
     return $report // { valid => 0, errors => [ $out ], answers => [] };
