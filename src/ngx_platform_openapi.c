@@ -629,11 +629,11 @@ ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas)
 static json_t *
 ngx_platform_openapi_tags(void)
 {
-    u_char                   text[256], *p;
-    json_t                  *tags;
-    ngx_uint_t               f;
-    const char              *envelope;
-    ngx_platform_family_t   *family;
+    u_char                  text[256], *p;
+    json_t                 *tags;
+    ngx_uint_t              f;
+    const char             *envelope;
+    ngx_platform_family_t  *family;
 
     tags = json_array();
     if (tags == NULL) {
@@ -785,9 +785,8 @@ ngx_platform_openapi_refs(json_t *node, json_t *found)
 static json_t *
 ngx_platform_openapi_resolve(json_t *doc, const char *ref)
 {
-    u_char      *p, *q;
-    u_char       part[128];
-    json_t      *node;
+    u_char  *p, *q, part[128];
+    json_t  *node;
 
     if (ref[0] != '#' || ref[1] != '/') {
         return NULL;
