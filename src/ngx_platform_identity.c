@@ -247,7 +247,7 @@ static const char  ngx_platform_identity_schemas[] =
     "\"BusinessVerification\":{\"type\":\"object\",\"properties\":{"
      "\"companyName\":{\"type\":\"string\"},"
      "\"address\":{\"type\":\"string\"},"
-     "\"verificationStatus\":{\"enum\":[\"VERIFIED\","
+     "\"verificationStatus\":{\"type\":\"string\",\"enum\":[\"VERIFIED\","
      "\"NAME_MISMATCH\"]}}}"
     "}";
 
