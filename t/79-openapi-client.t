@@ -38,7 +38,7 @@ $t->psql(Platform::Test::demo_data(qr/.+/s));
 my @c = ('A' .. 'Z', 'a' .. 'z', '0' .. '9', '-', '_');
 my %apikey;
 for my $scope (qw(trades webhooks)) {
-    my $id = $scope eq 'trades' ? '00000000000079aa' : '00000000000079bb';
+    my $id = $scope eq 'trades' ? '000000000000790a' : '000000000000790b';
     $apikey{$scope} = "plk_$id." . join('', map { $c[rand @c] } 1 .. 43);
     $t->psql("INSERT INTO api_keys (id, tenant_id, scope, key_digest)"
              . " VALUES ('$id', 'tenant-demo', '$scope',"
