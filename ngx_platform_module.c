@@ -439,6 +439,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       0,
       NULL },
 
+    { ngx_string("platform_openapi_server"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_platform_openapi_server,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, openapi_server),
+      NULL },
+
       ngx_null_command
 };
 
@@ -961,6 +968,9 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     /* as limit_req: the limits of the nearest level that declares any */
     ngx_conf_merge_ptr_value(conf->rate_limits, prev->rate_limits, NULL);
+
+    /* relative: the host the document was fetched from */
+    ngx_conf_merge_str_value(conf->openapi_server, prev->openapi_server, "/");
 
     if (conf->family == &ngx_platform_identity_family
         && conf->identity_bureau.len == 0)

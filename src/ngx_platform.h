@@ -348,6 +348,9 @@ typedef struct {
      * level that declares any replaces those of the levels around it
      */
     ngx_array_t               *rate_limits;
+
+    /* platform_openapi_server: the document's server URL, checked */
+    ngx_str_t                  openapi_server;
 } ngx_platform_loc_conf_t;
 
 
@@ -375,6 +378,8 @@ typedef struct {
  * What the OpenAPI document (ngx_platform_openapi.c) says of an endpoint
  * beyond its row, written beside the row in the family's file.
  *
+ * summary: the operation's summary, a short phrase ("Get a delivery
+ * order").
  * data: the JSON Schema of the success document's data, as JSON text
  * (bare: of the whole body); NULL only when the statement answers no
  * body. example: a request on the demo data (scripts/demo-data.sql), a
@@ -384,6 +389,7 @@ typedef struct {
  * ok: the success message when code, not a statement, answers.
  */
 typedef struct {
+    const char                *summary;
     const char                *data;
     const char                *example;
     ngx_platform_doc_answer_t *answers;
@@ -898,6 +904,10 @@ ngx_int_t ngx_platform_variables_add(ngx_conf_t *cf);
  * the document is built, in the configuration's pool.
  */
 ngx_int_t ngx_platform_openapi_init(ngx_conf_t *cf);
+
+/* platform_openapi_server URL: refused unless a URL the document can name */
+char *ngx_platform_openapi_server(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 /*
