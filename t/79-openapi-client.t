@@ -45,8 +45,10 @@ for my $scope (qw(trades webhooks)) {
              . " sha256(convert_to('$apikey{$scope}', 'UTF8')))");
 }
 
-# the OTP code the program validates
-$t->redis(qw(SET otp:tenant-demo:NG:123456 1 EX 600));
+# the OTP code the program validates: one of its own, since the suite's
+# files share a Redis and another may validate the demo's code meanwhile
+my $otp = 200000 + int(rand(700000));   # never the demo's 123456
+$t->redis('SET', "otp:tenant-demo:NG:$otp", 1, 'EX', 600);
 
 # conf/platform.conf, with the sources and the bureau of the demo
 $t->run(<<"EOF");
@@ -170,6 +172,7 @@ local $ENV{PLATFORM_CLIENT} = encode_json({
     token => $token,
     apiKey => $apikey{trades},
     webhookKey => $apikey{webhooks},
+    otpCode => $otp,
 });
 
 ($ok, $out) = run_in_work('node js/client.js');

@@ -38,7 +38,7 @@ declare const process: {
 };
 
 const cfg: { baseUrl: string; token: string; apiKey: string;
-             webhookKey: string } =
+             webhookKey: string; otpCode: string } =
     JSON.parse(process.env.PLATFORM_CLIENT ?? "{}");
 
 const client = createClient<paths>({ baseUrl: cfg.baseUrl });
@@ -116,7 +116,7 @@ exact<Schemas["Product"]["promotion"], Schemas["Promotion"] | undefined>(
 async function otp(): Promise<void> {
     const path = "/validate-otp/{otpCode}";
     const { data, response } = await client.GET(path, {
-        params: { path: { otpCode: "123456" }, header: tenancy },
+        params: { path: { otpCode: cfg.otpCode }, header: tenancy },
     });
     called("GET", path, response);
     check("OTP: validated", data?.message === "OTP code validated",
