@@ -179,9 +179,13 @@ sub send_op {
 
 # the operations that answer in Envelope A: their error answers carry
 # "succeeded", as their successes do
+# (asked with a method the path does not serve, which every family
+# answers in its envelope and which changes nothing: the suite's files
+# share a Redis, and the OTP example's code is another file's to use)
 my @a = grep {
-    my $r = send_op($_, undef, headers => { Authorization => undef,
-                                            apiKey => undef });
+    my $op = $_;
+    my ($m) = grep { !$op->{item}{lc $_} } qw(DELETE PATCH PUT POST GET);
+    my $r = send_op($op, undef, method => $m);
     (ref $r->{json} eq 'HASH' && exists $r->{json}{succeeded}) ? 1 : 0
 } @ops;
 
