@@ -1264,7 +1264,9 @@ ngx_platform_json_error_detail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
             q = ngx_cpymem(q, " near ", sizeof(" near ") - 1);
             q = ngx_cpymem(q, near, end - near);
 
-        } else if (ngx_strncmp(near, "end of file", end - near) == 0) {
+        } else if ((size_t) (end - near) == sizeof("end of file") - 1
+                   && ngx_strncmp(near, "end of file", end - near) == 0)
+        {
             q = ngx_cpymem(q, " à la fin du texte",
                            sizeof(" à la fin du texte") - 1);
 
