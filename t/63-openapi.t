@@ -33,49 +33,13 @@ my $k = Platform::JWT::keys($t->testdir . '/keys');
 $t->psql(Platform::Test::demo_data(qr/.+/s));
 
 # API keys of tenant-demo: the webhook locations take scope "webhooks"
-my @c = ('A' .. 'Z', 'a' .. 'z', '0' .. '9', '-', '_');
-my %apikey;
-for my $scope (qw(trades webhooks)) {
-    my $id = $scope eq 'trades' ? '00000000000063aa' : '00000000000063bb';
-    $apikey{$scope} = "plk_$id." . join('', map { $c[rand @c] } 1 .. 43);
-    $t->psql("INSERT INTO api_keys (id, tenant_id, scope, key_digest)"
-             . " VALUES ('$id', 'tenant-demo', '$scope',"
-             . " sha256(convert_to('$apikey{$scope}', 'UTF8')))");
-}
+my %apikey = %{ $t->demo_api_keys('0063') };
 
 # the OTP code of the example (scripts/dev start sets the same)
 $t->redis(qw(SET otp:tenant-demo:NG:123456 1 EX 600));
 
-# the sources of the examples in locations of their own routes, as the
-# dev configuration declares them (at this level both {source} locations
-# of platform.conf would serve them, which nginx -t refuses)
-$t->run(<<"EOF");
-    platform_webhook_payment_method card;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-
-        platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
-        platform_apikey_cache_time 0;
-        platform_identity_bureau /_bureau;
-
-        include $top/conf/platform.conf;
-
-        location ^~ /api/v1/webhooks/public/ {
-            platform_webhooks;
-            platform_apikey_scope webhooks;
-            platform_webhook_source source-a;
-        }
-
-        location ^~ /api/webhooks/public/ {
-            platform_webhooks;
-            platform_webhook_source source-b;
-        }
-
-        location = /_bureau {
-            internal;
-            proxy_pass http://127.0.0.1:%%PORT_2%%/bureau;
-        }
+# the demo's configuration, with health and a document behind a proxy
+$t->run(Platform::Test::demo_config(<<'EOF'));
 
         location = /health { platform_health; }
 
@@ -83,16 +47,6 @@ $t->run(<<"EOF");
             platform_openapi;
             platform_openapi_server https://api.example.com/platform/;
         }
-    }
-
-    server {
-        listen 127.0.0.1:%%PORT_2%%;
-        default_type application/json;
-
-        location = /bureau {
-            return 200 '{"companyName":"Demo Foods Limited","address":"14 Adeola Odeku Street, Victoria Island, Lagos"}';
-        }
-    }
 EOF
 
 my $conf = $t->check_config;

@@ -35,15 +35,7 @@ my $k = Platform::JWT::keys($t->testdir . '/keys');
 $t->psql(Platform::Test::demo_data(qr/.+/s));
 
 # API keys of tenant-demo: the webhook locations take scope "webhooks"
-my @c = ('A' .. 'Z', 'a' .. 'z', '0' .. '9', '-', '_');
-my %apikey;
-for my $scope (qw(trades webhooks)) {
-    my $id = $scope eq 'trades' ? '000000000000790a' : '000000000000790b';
-    $apikey{$scope} = "plk_$id." . join('', map { $c[rand @c] } 1 .. 43);
-    $t->psql("INSERT INTO api_keys (id, tenant_id, scope, key_digest)"
-             . " VALUES ('$id', 'tenant-demo', '$scope',"
-             . " sha256(convert_to('$apikey{$scope}', 'UTF8')))");
-}
+my %apikey = %{ $t->demo_api_keys('0079') };
 
 # the OTP code the program validates: one of its own, since the suite's
 # files share a Redis and another may validate the demo's code meanwhile
@@ -51,44 +43,7 @@ my $otp = 200000 + int(rand(700000));   # never the demo's 123456
 $t->redis('SET', "otp:tenant-demo:NG:$otp", 1, 'EX', 600);
 
 # conf/platform.conf, with the sources and the bureau of the demo
-$t->run(<<"EOF");
-    platform_webhook_payment_method card;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-
-        platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
-        platform_apikey_cache_time 0;
-        platform_identity_bureau /_bureau;
-
-        include $top/conf/platform.conf;
-
-        location ^~ /api/v1/webhooks/public/ {
-            platform_webhooks;
-            platform_apikey_scope webhooks;
-            platform_webhook_source source-a;
-        }
-
-        location ^~ /api/webhooks/public/ {
-            platform_webhooks;
-            platform_webhook_source source-b;
-        }
-
-        location = /_bureau {
-            internal;
-            proxy_pass http://127.0.0.1:%%PORT_2%%/bureau;
-        }
-    }
-
-    server {
-        listen 127.0.0.1:%%PORT_2%%;
-        default_type application/json;
-
-        location = /bureau {
-            return 200 '{"companyName":"Demo Foods Limited","address":"14 Adeola Odeku Street, Victoria Island, Lagos"}';
-        }
-    }
-EOF
+$t->run(Platform::Test::demo_config());
 
 my $r = $t->request('GET', '/openapi.json');
 is($r->{status}, 200, 'the document') or BAIL_OUT($r->{content});

@@ -263,6 +263,19 @@ The part of C<scripts/demo-data.sql> that the pattern matches (its first
 capture, else the whole match), to load a family's demo rows into a
 test's database with C<psql>. Dies when nothing matches.
 
+=item Platform::Test::demo_config([$locations])
+
+The demo's configuration for C<run>: C<conf/platform.conf> in a server
+with the demo's webhook sources and identity bureau (answered by a second
+server, C<port(2)>), as the dev configuration declares them, and
+C<$locations> in the same server.
+
+=item $t->demo_api_keys($tag)
+
+Stores an API key of tenant-demo of each scope, C<trades> and
+C<webhooks>, with ids of their own (C<$tag>, four hex digits), and
+returns them by scope.
+
 =item Platform::Test::is_envelope_b_error($r, $status, $message, $detail, $name)
 
 Three tests: a response C<$r> of C<request> has C<$status>, the JSON
@@ -396,6 +409,75 @@ sub demo_data {
     my $demo = _slurp($file) // die "demo_data: $file: $!\n";
     $demo =~ $pattern or die "demo_data: no match for $pattern in $file\n";
     return defined $1 ? $1 : $&;
+}
+
+# nginx.conf for the demo: conf/platform.conf in one server with the
+# demo's webhook sources, each in a location of its own routes as the dev
+# configuration declares them (at this level both {source} locations of
+# platform.conf would serve them, which nginx -t refuses), and its identity
+# bureau, answered by a second server; $extra goes in the first server.
+sub demo_config {
+    my ($extra) = @_;
+    my $top = $ENV{PLATFORM_TEST_TOP} // '.';
+    $extra //= '';
+
+    return <<"EOF";
+    platform_webhook_payment_method card;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        platform_jwt_key HS256 %%TESTDIR%%/keys/hs256.key;
+        platform_apikey_cache_time 0;
+        platform_identity_bureau /_bureau;
+
+        include $top/conf/platform.conf;
+
+        location ^~ /api/v1/webhooks/public/ {
+            platform_webhooks;
+            platform_apikey_scope webhooks;
+            platform_webhook_source source-a;
+        }
+
+        location ^~ /api/webhooks/public/ {
+            platform_webhooks;
+            platform_webhook_source source-b;
+        }
+
+        location = /_bureau {
+            internal;
+            proxy_pass http://127.0.0.1:%%PORT_2%%/bureau;
+        }
+$extra    }
+
+    server {
+        listen 127.0.0.1:%%PORT_2%%;
+        default_type application/json;
+
+        location = /bureau {
+            return 200 '{"companyName":"Demo Foods Limited","address":"14 Adeola Odeku Street, Victoria Island, Lagos"}';
+        }
+    }
+EOF
+}
+
+# API keys of tenant-demo, of scopes trades and webhooks (the webhook
+# locations of demo_config take the latter), with ids of their own: $tag,
+# four hex digits, tells one file's keys from another's
+sub demo_api_keys {
+    my ($self, $tag) = @_;
+    my @c = ('A' .. 'Z', 'a' .. 'z', '0' .. '9', '-', '_');
+    my %apikey;
+
+    for my $scope (qw(trades webhooks)) {
+        my $id = '0000000000' . $tag . ($scope eq 'trades' ? 'aa' : 'bb');
+        $apikey{$scope} = "plk_$id." . join('', map { $c[rand @c] } 1 .. 43);
+        $self->psql("INSERT INTO api_keys (id, tenant_id, scope, key_digest)"
+                    . " VALUES ('$id', 'tenant-demo', '$scope',"
+                    . " sha256(convert_to('$apikey{$scope}', 'UTF8')))");
+    }
+
+    return \%apikey;
 }
 
 sub is_envelope_b_error {
