@@ -59,31 +59,15 @@ my $s = $t->start_redis_sentinel;
 my $dead = Platform::Test::closed_port();
 my $sentinels = join ' ', "127.0.0.1:$dead", $s->sentinels;
 
-$t->run(<<"EOF");
+$t->run(Platform::Test::redis_routes_config(<<"EOF", <<'EOF'));
     platform_redis_sentinel platform $sentinels;
     platform_redis_timeout 500ms;
     platform_redis_connect_timeout 500ms;
-    platform_otp_attempts 100000 5m;
-    platform_otp_tenant_attempts off;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-
-        location /validate-otp/ { platform_otp; }
-
-        location ^~ /api/webhooks/ {
-            platform_webhooks;
-            platform_webhook_source src;
-        }
-
-        location = /health { platform_health; }
+EOF
         location = /metrics { platform_metrics; }
-    }
 EOF
 
-$t->ignore_log(qr/redis: /);
-$t->ignore_log(qr/platform: Redis (?:answered|error|cannot|answers)/);
-$t->ignore_log(qr/webhooks: Redis/);
+$t->ignore_redis_failover;
 
 ok($t->wait_until(sub { $t->request('GET', '/health')->{status} == 200 }),
    'health: connected to the master the sentinels name');

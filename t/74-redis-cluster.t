@@ -76,22 +76,10 @@ my $cl = $t->start_redis_cluster;
 my ($seed) = $cl->seeds;
 
 # one seed is enough: the map names the others
-my $conf = <<"EOF";
+my $conf = Platform::Test::redis_routes_config(<<"EOF", <<"EOF");
     platform_redis_cluster $seed;
     platform_redis_timeout 500ms;
-    platform_otp_attempts 100000 5m;
-    platform_otp_tenant_attempts off;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-
-        location /validate-otp/ { platform_otp; }
-
-        location ^~ /api/webhooks/ {
-            platform_webhooks;
-            platform_webhook_source src;
-        }
-
+EOF
         location /limited/ {
             platform_rate_limit tenant 1r/m burst=2;
             rewrite ^/limited(/validate-otp/.*)\$ \$1 break;
@@ -104,15 +92,11 @@ my $conf = <<"EOF";
             platform_otp;
         }
 
-        location = /health { platform_health; }
         location = /metrics { platform_metrics; }
-    }
 EOF
 $t->run($conf);
 
-$t->ignore_log(qr/redis: /);
-$t->ignore_log(qr/platform: Redis (?:answered|error|cannot|answers)/);
-$t->ignore_log(qr/webhooks: Redis/);
+$t->ignore_redis_failover;
 
 # every worker has a connected master for every slot
 sub all_connected {

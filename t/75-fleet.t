@@ -32,19 +32,13 @@ my $dsn = $pgb->dsn('platform', 'postgres');
 my $read_dsn = $pgb_read->dsn('platform', 'postgres');
 my $seeds = join ' ', $cl->seeds;
 
-my $conf = <<"EOF";
+my $conf = Platform::Test::redis_routes_config(<<"EOF", <<"EOF");
     platform_pg "$dsn";
     platform_pg_read "$read_dsn";
     platform_pg_prepare off;
     platform_redis_cluster $seeds;
     platform_redis_timeout 500ms;
-    platform_otp_attempts 100000 5m;
-    platform_otp_tenant_attempts off;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-
-        location /validate-otp/ { platform_otp; }
+EOF
         location /tms/delivery-orders/ { platform_tms; platform_auth tenant; }
 
         location /limited/ {
@@ -52,22 +46,12 @@ my $conf = <<"EOF";
             rewrite ^/limited(/validate-otp/.*)\$ \$1 break;
             platform_otp;
         }
-
-        location ^~ /api/webhooks/ {
-            platform_webhooks;
-            platform_webhook_source src;
-        }
-
-        location = /health { platform_health; }
-    }
 EOF
 
 my @nodes = ($t, map { Platform::Test->new(workers => 1, db => 0) } 1 .. 2);
 for my $n (@nodes) {
     $n->run($conf);
-    $n->ignore_log(qr/redis: /);
-    $n->ignore_log(qr/platform: Redis (?:answered|error|cannot|answers)/);
-    $n->ignore_log(qr/webhooks: Redis/);
+    $n->ignore_redis_failover;
 }
 
 for my $i (0 .. 2) {

@@ -114,31 +114,14 @@ my $down = '127.0.0.1:' . Platform::Test::closed_port();
 my $list = join ' ', $down, $silent_at, $liar, $sentinels[0], $stranger,
                      @sentinels[1, 2];
 
-$t->run(<<"EOF");
+$t->run(Platform::Test::redis_routes_config(<<"EOF"));
     platform_redis_sentinel platform $list
         password=$dir/master.pass sentinel_password=$dir/sentinel.pass;
     platform_redis_connect_timeout 300ms;
     platform_redis_timeout 500ms;
-    platform_otp_attempts 100000 5m;
-    platform_otp_tenant_attempts off;
-
-    server {
-        listen 127.0.0.1:%%PORT%%;
-
-        location /validate-otp/ { platform_otp; }
-
-        location ^~ /api/webhooks/ {
-            platform_webhooks;
-            platform_webhook_source src;
-        }
-
-        location = /health { platform_health; }
-    }
 EOF
 
-$t->ignore_log(qr/redis: /);
-$t->ignore_log(qr/platform: Redis (?:answered|error|cannot|answers)/);
-$t->ignore_log(qr/webhooks: Redis/);
+$t->ignore_redis_failover;
 
 sub otp {
     my ($code) = @_;

@@ -270,6 +270,17 @@ with the demo's webhook sources and identity bureau (answered by a second
 server, C<port(2)>), as the dev configuration declares them, and
 C<$locations> in the same server.
 
+=item Platform::Test::redis_routes_config($redis_directives[, $locations])
+
+The configuration of a test of a Redis deployment for C<run>: its
+directives, then a server with OTP (attempt limits lifted), the webhooks
+of source C<src>, C<location = /health> and C<$locations>.
+
+=item $t->ignore_redis_failover
+
+Marks as expected the error log lines of a Redis deployment failing over
+(lost connections, C<-READONLY> and the like).
+
 =item $t->demo_api_keys($tag)
 
 Stores an API key of tenant-demo of each scope, C<trades> and
@@ -478,6 +489,42 @@ sub demo_api_keys {
     }
 
     return \%apikey;
+}
+
+# nginx.conf for a test of a Redis deployment: $redis, its directives, and
+# one server with the Redis-backed routes (OTP without attempt limits to
+# speak of, the webhooks of source "src") and health; $locations goes in
+# the same server
+sub redis_routes_config {
+    my ($redis, $locations) = @_;
+    $locations //= '';
+
+    return <<"EOF";
+$redis
+    platform_otp_attempts 100000 5m;
+    platform_otp_tenant_attempts off;
+
+    server {
+        listen 127.0.0.1:%%PORT%%;
+
+        location /validate-otp/ { platform_otp; }
+
+        location ^~ /api/webhooks/ {
+            platform_webhooks;
+            platform_webhook_source src;
+        }
+
+        location = /health { platform_health; }
+$locations    }
+EOF
+}
+
+# what a worker logs while a Redis deployment fails over, expected there
+sub ignore_redis_failover {
+    my ($self) = @_;
+    $self->ignore_log(qr/redis: /);
+    $self->ignore_log(qr/platform: Redis (?:answered|error|cannot|answers)/);
+    $self->ignore_log(qr/webhooks: Redis/);
 }
 
 sub is_envelope_b_error {
