@@ -99,6 +99,10 @@ typedef struct {
     ngx_event_t                  timer;      /* connect, statement, idle */
     ngx_event_t                  flush;      /* posted after sends */
 
+    ngx_platform_pg_op_t        *open;       /* the last read sent, unsynced */
+    ngx_platform_pg_op_t        *reading;    /* whose results come; or head */
+    ngx_uint_t                   nopen;      /* reads in the open segment */
+
     ngx_uint_t                   nprepared;
     ngx_platform_pg_stmt_t      *prepared[NGX_PLATFORM_PG_MAX_PREPARED];
 
@@ -171,6 +175,9 @@ struct ngx_platform_pg_op_s {
     ngx_event_t                  wait_timer;
     unsigned                     waiting:1;
     unsigned                     read:1;     /* may run on the read pool */
+    unsigned                     sync:1;     /* a sync point follows it */
+    unsigned                     aborted:1;  /* an earlier error skipped it */
+    unsigned                     alone:1;    /* shares no sync point */
 };
 
 
@@ -227,6 +234,8 @@ static ngx_int_t ngx_platform_pg_place(ngx_platform_pg_pool_t *pool,
 static ngx_uint_t ngx_platform_pg_may_run(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op);
+static ngx_platform_pg_conn_t *ngx_platform_pg_pick_open(
+    ngx_platform_pg_pool_t *pool);
 static ngx_platform_pg_conn_t *ngx_platform_pg_pick(
     ngx_platform_pg_pool_t *pool, ngx_uint_t stalled);
 static ngx_uint_t ngx_platform_pg_can_connect(ngx_platform_pg_pool_t *pool);
@@ -259,6 +268,9 @@ static void ngx_platform_pg_send(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
+static ngx_uint_t ngx_platform_pg_shares(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op);
+static ngx_int_t ngx_platform_pg_sync(ngx_platform_pg_conn_t *pc);
 static ngx_int_t ngx_platform_pg_send_prepares(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static int ngx_platform_pg_send_call(ngx_platform_pg_conn_t *pc,
@@ -273,6 +285,8 @@ static ngx_int_t ngx_platform_pg_result(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, PGresult *res);
 static ngx_int_t ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res);
+static void ngx_platform_pg_segment_done(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *last);
 static void ngx_platform_pg_complete(ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_settle(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_arm(ngx_platform_pg_conn_t *pc);
@@ -351,6 +365,9 @@ static ngx_platform_pg_stmt_t   ngx_platform_pg_prefixes[8] = {
       " set_config('lock_timeout', $3, true)", 3, 0, 1 }
 };
 
+/* the scope of a read of no tenant that may share a transaction */
+static ngx_str_t                ngx_platform_pg_no_scope = ngx_string("");
+
 /* platform_pg_lock_timeout as PostgreSQL reads it; empty: none */
 static ngx_str_t                ngx_platform_pg_lock_timeout;
 static u_char                   ngx_platform_pg_lock_timeout_text[NGX_INT_T_LEN
@@ -399,6 +416,16 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
 
     if (stmt->unscoped) {
         scope = NULL;
+
+    } else if (scope == NULL && read && ngx_platform_pg_primary
+               && ngx_platform_pg_primary->conf->pg_row_security
+               && ngx_platform_pg_primary->conf->pg_coalesce)
+    {
+        /*
+         * a read of no tenant may share a transaction with a tenant's: it
+         * sets the empty scope, which sees no tenant's rows, as none would
+         */
+        scope = &ngx_platform_pg_no_scope;
     }
 
     lock = !read && !stmt->unscoped && ngx_platform_pg_lock_timeout.len;
@@ -717,10 +744,13 @@ ngx_platform_pg_owner_release(ngx_platform_pg_owner_t *o)
 
 
 /*
- * An idle connection; else a new one, while the pool may grow, so that a
- * statement waits behind another only when it must; else the least loaded
- * connection that is not stalled, the one whose oldest statement is the
- * youngest among equals; else a stalled one with room; else the queue.
+ * A read joins the segment of reads that this pass of the event loop
+ * opened on a connection, while it has room, so that they share its sync
+ * point. Otherwise: an idle connection; else a new one, while the pool may
+ * grow, so that a statement waits behind another only when it must; else
+ * the least loaded connection that is not stalled, the one whose oldest
+ * statement is the youngest among equals; else a stalled one with room;
+ * else the queue.
  */
 
 static ngx_int_t
@@ -742,6 +772,15 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
         }
 
         return NGX_PLATFORM_OVER_SHARE;
+    }
+
+    if (op->read && pool->conf->pg_coalesce) {
+        pc = ngx_platform_pg_pick_open(pool);
+
+        if (pc) {
+            ngx_platform_pg_send(pc, op);
+            return NGX_DONE;
+        }
     }
 
     pc = ngx_platform_pg_pick(pool, 0);
@@ -808,6 +847,41 @@ ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op)
         op->owner->waiting--;
         op->owner->running++;
     }
+}
+
+
+/* a connection with an open segment of reads and room, not stalled */
+
+static ngx_platform_pg_conn_t *
+ngx_platform_pg_pick_open(ngx_platform_pg_pool_t *pool)
+{
+    ngx_queue_t             *q;
+    ngx_platform_pg_op_t    *head;
+    ngx_platform_pg_conn_t  *pc;
+
+    for (q = ngx_queue_head(&pool->conns);
+         q != ngx_queue_sentinel(&pool->conns);
+         q = ngx_queue_next(q))
+    {
+        pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
+
+        if (pc->open == NULL
+            || pc->broken
+            || pc->nops >= pool->conf->pg_pipeline_depth
+            || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses))
+        {
+            continue;
+        }
+
+        head = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
+                              queue);
+
+        if (ngx_current_msec - head->sent < NGX_PLATFORM_PG_STALL) {
+            return pc;
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -1127,6 +1201,8 @@ ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op)
     op->slot = 0;
     op->failed = 0;
     op->rc = NGX_OK;
+    op->sync = 0;
+    op->aborted = 0;
 }
 
 
@@ -1586,15 +1662,27 @@ ngx_platform_pg_send(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
  * them), then the executes, then the sync point that closes the
  * operation's implicit transaction. The slots record what was sent, in
  * the order its results come back.
+ *
+ * A read that needs no prepare gets no sync point of its own: it joins
+ * the connection's open segment, which the next operation that is not
+ * such a read, or the flush at the end of this pass of the event loop,
+ * closes with one sync point.
  */
 
 static ngx_int_t
 ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
-    ngx_uint_t               i;
+    ngx_uint_t               i, shared;
     ngx_platform_pg_call_t  *call;
 
     op->sent = ngx_current_msec;
+    op->sync = 0;
+
+    shared = ngx_platform_pg_shares(pc, op);
+
+    if (!shared && ngx_platform_pg_sync(pc) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (pc->pool->conf->pg_prepare
         && ngx_platform_pg_send_prepares(pc, op) != NGX_OK)
@@ -1618,8 +1706,16 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         op->nslots++;
     }
 
-    if (PQpipelineSync(pc->conn) == 0) {
-        return NGX_ERROR;
+    if (shared) {
+        pc->open = op;
+        pc->nopen++;
+
+    } else {
+        if (PQpipelineSync(pc->conn) == 0) {
+            return NGX_ERROR;
+        }
+
+        op->sync = 1;
     }
 
     /*
@@ -1630,6 +1726,62 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
     if (!pc->flush.posted) {
         ngx_post_event(&pc->flush, &ngx_posted_events);
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Whether op may share a sync point with the reads around it: a read
+ * whose statements, its scope's included, are prepared on pc already,
+ * or are sent unnamed. A prepare goes in a segment of its own, first,
+ * so that no other statement's error may abort it (the statements sent
+ * after it, counting on it, would then fail).
+ */
+
+static ngx_uint_t
+ngx_platform_pg_shares(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+{
+    ngx_uint_t  i;
+
+    if (!op->read || op->alone || !pc->pool->conf->pg_coalesce) {
+        return 0;
+    }
+
+    if (!pc->pool->conf->pg_prepare) {
+        return 1;
+    }
+
+    for (i = 0; i < op->ncalls; i++) {
+        if (!ngx_platform_pg_is_prepared(pc, op->calls[i].stmt)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* the open segment of reads, if any, is closed by one sync point */
+
+static ngx_int_t
+ngx_platform_pg_sync(ngx_platform_pg_conn_t *pc)
+{
+    if (pc->open == NULL) {
+        return NGX_OK;
+    }
+
+    if (PQpipelineSync(pc->conn) == 0) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pc->pool->log, 0,
+                   "platform pg %s sync after %ui reads",
+                   pc->pool->name, pc->nopen);
+
+    pc->open->sync = 1;
+    pc->open = NULL;
+    pc->nopen = 0;
 
     return NGX_OK;
 }
@@ -1695,7 +1847,10 @@ ngx_platform_pg_flush_handler(ngx_event_t *ev)
     pc = (ngx_platform_pg_conn_t *)
              ((u_char *) ev - offsetof(ngx_platform_pg_conn_t, flush));
 
-    if (pc->broken || ngx_platform_pg_flush(pc) != NGX_OK) {
+    if (pc->broken
+        || ngx_platform_pg_sync(pc) != NGX_OK
+        || ngx_platform_pg_flush(pc) != NGX_OK)
+    {
         ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
                              PQerrorMessage(pc->conn));
     }
@@ -1847,15 +2002,17 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
 
 /*
  * Results come in the order the operations were sent. For each command
- * of the head operation: its result, then NULL; after an error,
- * PGRES_PIPELINE_ABORTED for the rest of the operation; last
- * PGRES_PIPELINE_SYNC for its sync point.
+ * of an operation: its result, then NULL; after an error,
+ * PGRES_PIPELINE_ABORTED for the rest of the segment; last
+ * PGRES_PIPELINE_SYNC for the segment's sync point, which follows the
+ * last operation of a segment of reads, or each other operation.
  */
 
 static void
 ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 {
     PGresult              *res;
+    ngx_queue_t           *q;
     ngx_platform_pg_op_t  *op;
 
     if (PQconsumeInput(pc->conn) == 0) {
@@ -1874,8 +2031,25 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
     while (pc->nops && !PQisBusy(pc->conn)) {
 
-        op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
-                            queue);
+        op = pc->reading;
+
+        if (op == NULL) {
+            op = ngx_queue_data(ngx_queue_head(&pc->ops),
+                                ngx_platform_pg_op_t, queue);
+        }
+
+        if (op->slot == op->nslots && !op->sync) {
+            /* read; the next read of its segment follows, once sent */
+
+            q = ngx_queue_next(&op->queue);
+
+            if (q == ngx_queue_sentinel(&pc->ops)) {
+                break;
+            }
+
+            pc->reading = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+            continue;
+        }
 
         res = PQgetResult(pc->conn);
 
@@ -1908,18 +2082,9 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
         PQclear(res);
 
-        ngx_platform_metrics_observe(pc->pool == ngx_platform_pg_replica
-                                     ? NGX_PLATFORM_H_PG_READ
-                                     : NGX_PLATFORM_H_PG_PRIMARY,
-                                     ngx_current_msec - op->sent);
+        /* the handlers may send on this connection; that never closes it */
 
-        ngx_queue_remove(&op->queue);
-        pc->nops--;
-        op->conn = NULL;
-
-        /* the handler may send on this connection; that never closes it */
-
-        ngx_platform_pg_complete(op);
+        ngx_platform_pg_segment_done(pc, op);
 
         if (pc->broken) {
             ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
@@ -1929,6 +2094,82 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
     }
 
     ngx_platform_pg_settle(pc);
+}
+
+
+/*
+ * The sync point after last is read: the operations of its segment, the
+ * head to last, leave the connection. An error in a segment of reads
+ * aborted the reads after it, which did not fail: each is sent again
+ * with a sync point of its own, so that a failing statement fails only
+ * its own caller. The others get their results.
+ */
+
+static void
+ngx_platform_pg_segment_done(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *last)
+{
+    ngx_queue_t            done, *q, *next;
+    ngx_platform_pg_op_t  *op;
+
+    pc->reading = NULL;
+
+    ngx_queue_init(&done);
+
+    do {
+        q = ngx_queue_head(&pc->ops);
+        ngx_queue_remove(q);
+        pc->nops--;
+
+        ngx_queue_insert_tail(&done, q);
+
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+        op->conn = NULL;
+
+    } while (op != last);
+
+    for (q = ngx_queue_head(&done);
+         q != ngx_queue_sentinel(&done);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+
+        if (!op->aborted || op->rc != NGX_OK) {
+            continue;
+        }
+
+        ngx_queue_remove(q);
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->pool->log, 0,
+                       "platform pg statement \"%s\" sent again alone",
+                       op->calls[op->ncalls - 1].stmt->name);
+
+        if (op->cleanup == NULL) {
+            /* nobody waits for it */
+            ngx_platform_pg_op_free(op);
+            continue;
+        }
+
+        ngx_platform_pg_op_clear(op);
+        op->alone = 1;
+
+        ngx_platform_pg_send(pc, op);
+    }
+
+    while (!ngx_queue_empty(&done)) {
+        q = ngx_queue_head(&done);
+        ngx_queue_remove(q);
+
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+
+        ngx_platform_metrics_observe(pc->pool == ngx_platform_pg_replica
+                                     ? NGX_PLATFORM_H_PG_READ
+                                     : NGX_PLATFORM_H_PG_PRIMARY,
+                                     ngx_current_msec - op->sent);
+
+        ngx_platform_pg_complete(op);
+    }
 }
 
 
@@ -1951,6 +2192,8 @@ ngx_platform_pg_result(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op,
         if (slot->prepare) {
             ngx_platform_pg_forget_prepared(pc, call->stmt);
         }
+
+        op->aborted = 1;
 
         PQclear(res);
         return NGX_OK;
