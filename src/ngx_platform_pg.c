@@ -2141,15 +2141,15 @@ ngx_platform_pg_segment_done(ngx_platform_pg_conn_t *pc,
 
         ngx_queue_remove(q);
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->pool->log, 0,
-                       "platform pg statement \"%s\" sent again alone",
-                       op->calls[op->ncalls - 1].stmt->name);
-
         if (op->cleanup == NULL) {
             /* nobody waits for it */
             ngx_platform_pg_op_free(op);
             continue;
         }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->pool->log, 0,
+                       "platform pg statement \"%s\" sent again alone",
+                       op->calls[op->ncalls - 1].stmt->name);
 
         ngx_platform_pg_op_clear(op);
         op->alone = 1;
