@@ -744,20 +744,20 @@ ngx_platform_pg_owner_release(ngx_platform_pg_owner_t *o)
 
 
 /*
- * A read joins the segment of reads that this pass of the event loop
- * opened on a connection, while it has room, so that they share its sync
- * point. Otherwise: an idle connection; else a new one, while the pool may
- * grow, so that a statement waits behind another only when it must; else
- * the least loaded connection that is not stalled, the one whose oldest
- * statement is the youngest among equals; else a stalled one with room;
- * else the queue.
+ * An idle connection; else a new one, while the pool may grow, so that a
+ * statement waits behind another only when it must; else, for a read, the
+ * connection where this pass of the event loop opened a segment of reads,
+ * while it has room, so that they share its sync point; else the least
+ * loaded connection that is not stalled, the one whose oldest statement
+ * is the youngest among equals; else a stalled one with room; else the
+ * queue.
  */
 
 static ngx_int_t
 ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
     ngx_platform_pg_owner_t *owner)
 {
-    ngx_platform_pg_conn_t  *pc;
+    ngx_platform_pg_conn_t  *pc, *open;
 
     if (owner && owner->running >= pool->slot_share) {
         /* its share of the slots is in use: it may wait for its turn */
@@ -774,18 +774,9 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
         return NGX_PLATFORM_OVER_SHARE;
     }
 
-    if (op->read && pool->conf->pg_coalesce) {
-        pc = ngx_platform_pg_pick_open(pool);
-
-        if (pc) {
-            ngx_platform_pg_send(pc, op);
-            return NGX_DONE;
-        }
-    }
-
     pc = ngx_platform_pg_pick(pool, 0);
 
-    if (pc && (pc->nops == 0 || !ngx_platform_pg_can_connect(pool))) {
+    if (pc && pc->nops == 0) {
         ngx_platform_pg_send(pc, op);
         return NGX_DONE;
     }
@@ -794,6 +785,15 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
         && ngx_platform_pg_connect(pool, op) == NGX_OK)
     {
         return NGX_DONE;
+    }
+
+    if (op->read && pool->conf->pg_coalesce) {
+        open = ngx_platform_pg_pick_open(pool);
+
+        if (open) {
+            ngx_platform_pg_send(open, op);
+            return NGX_DONE;
+        }
     }
 
     if (pc == NULL) {
