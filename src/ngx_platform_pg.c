@@ -270,6 +270,8 @@ static ngx_int_t ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static ngx_uint_t ngx_platform_pg_shares(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
+static ngx_uint_t ngx_platform_pg_same_prefix(ngx_platform_pg_op_t *prev,
+    ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_sync(ngx_platform_pg_conn_t *pc);
 static ngx_int_t ngx_platform_pg_send_prepares(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
@@ -1690,7 +1692,19 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         return NGX_ERROR;
     }
 
-    for (i = 0; i < op->ncalls; i++) {
+    /*
+     * In a segment, the settings of the read before, the same as op's,
+     * are still those of the implicit transaction: op's are not sent
+     * again. A read sent again alone sends them.
+     */
+
+    i = 0;
+
+    if (shared && pc->open && ngx_platform_pg_same_prefix(pc->open, op)) {
+        i = 1;
+    }
+
+    for ( /* void */ ; i < op->ncalls; i++) {
         call = &op->calls[i];
 
         if (i >= op->first) {
@@ -1754,6 +1768,41 @@ ngx_platform_pg_shares(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 
     for (i = 0; i < op->ncalls; i++) {
         if (!ngx_platform_pg_is_prepared(pc, op->calls[i].stmt)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* whether op's hidden first call sets what prev's did */
+
+static ngx_uint_t
+ngx_platform_pg_same_prefix(ngx_platform_pg_op_t *prev,
+    ngx_platform_pg_op_t *op)
+{
+    int                      n;
+    ngx_platform_pg_call_t  *a, *b;
+
+    if (!prev->first || !op->first) {
+        return 0;
+    }
+
+    a = &prev->calls[0];
+    b = &op->calls[0];
+
+    if (a->stmt != b->stmt) {
+        return 0;
+    }
+
+    for (n = 0; n < b->stmt->nparams; n++) {
+        if (a->lengths[n] != b->lengths[n]
+            || (a->values[n] == NULL) != (b->values[n] == NULL)
+            || (b->values[n]
+                && ngx_memcmp(a->values[n], b->values[n], b->lengths[n])
+                   != 0))
+        {
             return 0;
         }
     }

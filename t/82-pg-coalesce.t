@@ -283,33 +283,43 @@ is(shown(h2_burst([ order('tenant-b', $B{1}) ])->[0]), '200 DO-B1',
 
 ### two tenants in one segment, each under its own scope
 
-my $from = log_size();
-my @r = map { $_ % 2 ? order('tenant-b', $B{($_ >> 1) + 1})
-                     : order('tenant-a', $A{($_ >> 1) + 1}) } 0 .. 7;
-push @r, order('tenant-a', $B{1}), order('tenant-b', $A{1});
+# a read sets its scope unless the read before it in the segment set the
+# same (the setting lasts until the sync point)
+my @turns = (['a', 1], ['a', 2], ['b', 1], ['b', 2], ['a', 3], ['b', 3],
+             ['b', 4], ['a', 4]);
 
-is(shown_all(h2_burst(\@r)),
-   '200 DO-A1 200 DO-B1 200 DO-A2 200 DO-B2 200 DO-A3 200 DO-B3'
-   . ' 200 DO-A4 200 DO-B4 404 404',
-   'two tenants in turns in one segment: each its own order, not the'
-   . " other's");
-is(syncs($from), '10', 'one sync point for the ten reads');
+sub turn {
+    my ($tenant, $n) = @{$_[0]};
+    return order("tenant-$tenant", $tenant eq 'a' ? $A{$n} : $B{$n});
+}
+
+my $turns = '200 DO-A1 200 DO-A2 200 DO-B1 200 DO-B2 200 DO-A3 200 DO-B3'
+            . ' 200 DO-B4 200 DO-A4';
+
+my $from = log_size();
+my @r = map { turn($_) } @turns;
+push @r, order('tenant-a', $B{1}), order('tenant-a', $B{2}),
+         order('tenant-b', $A{1});
+
+is(shown_all(h2_burst(\@r)), "$turns 404 404 404",
+   'two tenants in one segment: each its own orders, not the other\'s');
+is(syncs($from), '11', 'one sync point for the eleven reads');
 
 ### a failing statement fails only its own request
 
 $from = log_size();
-@r = (order('tenant-a', $A{1}), order('tenant-b', $B{1}),
-      order('tenant-boom', $boom), order('tenant-a', $A{2}),
+@r = (order('tenant-a', $A{1}), order('tenant-a', $A{2}),
+      order('tenant-boom', $boom), order('tenant-b', $B{1}),
       order('tenant-b', $B{2}), order('tenant-boom', $boom),
-      order('tenant-a', $A{3}));
+      order('tenant-a', $A{3}), order('tenant-a', $A{4}));
 
 is(shown_all(h2_burst(\@r)),
-   '200 DO-A1 200 DO-B1 500 200 DO-A2 200 DO-B2 500 200 DO-A3',
+   '200 DO-A1 200 DO-A2 500 200 DO-B1 200 DO-B2 500 200 DO-A3 200 DO-A4',
    'the failing statements fail their requests only');
 my $log = substr($t->error_log, $from);
-is(syncs($from), '7', 'the seven reads shared one sync point');
+is(syncs($from), '8', 'the eight reads shared one sync point');
 is(scalar(() = $log =~ /statement "platform_tms_delivery_order" sent again/g),
-   4, 'the four aborted behind the first failure were sent again alone');
+   5, 'the five aborted behind the first failure were sent again alone');
 
 ### a write closes the segment before it
 
@@ -360,12 +370,9 @@ ok($t->reload(conf('    platform_pg_prepare off;')), 'reload: prepare off');
 ok($t->wait_until(sub { backends() eq '' }, 10), 'the old connection gone');
 
 $from = log_size();
-@r = map { $_ % 2 ? order('tenant-b', $B{($_ >> 1) + 1})
-                  : order('tenant-a', $A{($_ >> 1) + 1}) } 0 .. 7;
+@r = map { turn($_) } @turns;
 push @r, order('tenant-boom', $boom), order('tenant-a', $A{1});
-is(shown_all(h2_burst(\@r)),
-   '200 DO-A1 200 DO-B1 200 DO-A2 200 DO-B2 200 DO-A3 200 DO-B3'
-   . ' 200 DO-A4 200 DO-B4 500 200 DO-A1',
+is(shown_all(h2_burst(\@r)), "$turns 500 200 DO-A1",
    'prepare off: two tenants and a failure in one segment');
 like(syncs($from), qr/^10$|^1 9$/, 'one sync point (after the connect)')
     or diag(syncs($from));
