@@ -7,10 +7,11 @@
  * pipeline mode for the life of the connection. An operation (one
  * statement, with the scope of its request before it when row-level
  * security is on) is sent as its prepares, if the connection has not
- * prepared them yet, its executes and one sync point of its own, so an
- * error aborts that operation only. A connection has up to
- * platform_pg_pipeline_depth operations in flight; their results come
- * back in order and are matched to the queue of operations in flight.
+ * prepared them yet, its executes and one sync point of its own (reads
+ * may share one, see below), so an error aborts that operation only. A
+ * connection has up to platform_pg_pipeline_depth operations in flight;
+ * their results come back in order and are matched to the queue of
+ * operations in flight.
  *
  * A new operation goes to the least loaded connection. One whose oldest
  * operation has waited for long (a lock wait, a slow statement) is
@@ -47,6 +48,54 @@
  * An optional read pool (platform_pg_read, typically replicas) takes
  * the operations a caller marks as reads; whatever it cannot take, or
  * loses with its connection, runs on the primary instead.
+ *
+ * Reads share sync points (platform_pg_coalesce): a read sent on a
+ * connection gets no sync point of its own, and the reads sent after it
+ * in the same pass of the event loop join its segment, until the flush
+ * posted for that pass, or an operation that is not such a read, closes
+ * it with one sync point. PostgreSQL then ends one implicit transaction,
+ * and writes and wakes once, for the segment instead of for each read:
+ * that is most of a small read's cost on the server. Nothing waits for a
+ * segment to fill: it takes what the pass brought, and the flush goes
+ * when it went without sharing. Reads join a segment only when no
+ * connection is idle and the pool may not grow, so that while it has
+ * room they spread over connections as before and a slow read holds up
+ * no other. Writes never share one: each keeps its own sync point, its
+ * own transaction.
+ *
+ * One segment is one implicit transaction, which decides the rest:
+ *
+ * - A setting local to the transaction lasts until the sync point, so
+ *   each read sets its scope (its tenant, with platform_pg_prepare off
+ *   the session's settings) right before its statement, as alone, and
+ *   a tenant's statement never runs under another's: a read of no
+ *   tenant sets the empty scope, which sees no tenant's rows, as it
+ *   would see alone. A read whose scope is the one the read before it
+ *   in the segment set does not set it again. An unscoped statement
+ *   reads no table under row-level security: the scope it runs under
+ *   does not matter.
+ *
+ * - An error aborts the rest of the segment: the reads after the
+ *   failing one get PGRES_PIPELINE_ABORTED. Each is sent again alone,
+ *   with a sync point of its own, at the sync point's arrival, so that a
+ *   failing statement fails only its own caller; an orphan among them is
+ *   dropped. We chose that over a savepoint around each read: two more
+ *   commands for every read, paid always, against a retry paid only
+ *   when a read fails, which a read seldom does.
+ *
+ * - A prepare in a segment could be aborted by another read's error,
+ *   and the reads sent after it, counting on it, would then fail: a
+ *   read that needs a prepare is sent alone, with its own sync point;
+ *   the reads after it may share, which is every read but the first of
+ *   a statement on a connection.
+ *
+ * - Behind a pooler in transaction mode (platform_pg_prepare off) a
+ *   segment is one transaction there too, handed to one server.
+ *
+ * Each read of a segment is an operation as any other: it takes a slot
+ * of its connection's depth, counts against its owner's shares, waits
+ * in the queue, is orphaned, and fails or moves to the primary with a
+ * lost connection, as without sharing.
  *
  * The transport knows nothing of HTTP: an operation belongs to a
  * caller's pool and reports to a handler with the caller's data. When
