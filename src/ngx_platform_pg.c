@@ -69,8 +69,9 @@
  *   each read sets its scope (its tenant, with platform_pg_prepare off
  *   the session's settings) right before its statement, as alone, and
  *   a tenant's statement never runs under another's: a read of no
- *   tenant sets the empty scope, which sees no tenant's rows, as it
- *   would see alone. A read whose scope is the one the read before it
+ *   tenant sets the empty scope, which sees no tenant's rows, what a
+ *   connection's session holds once a transaction's scope has ended.
+ *   A read whose scope is the one the read before it
  *   in the segment set does not set it again. An unscoped statement
  *   reads no table under row-level security: the scope it runs under
  *   does not matter.
@@ -474,7 +475,7 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
     {
         /*
          * a read of no tenant may share a transaction with a tenant's: it
-         * sets the empty scope, which sees no tenant's rows, as none would
+         * sets the empty scope, which sees no tenant's rows
          */
         scope = &ngx_platform_pg_no_scope;
     }
