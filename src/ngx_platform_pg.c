@@ -71,10 +71,9 @@
  *   a tenant's statement never runs under another's: a read of no
  *   tenant sets the empty scope, which sees no tenant's rows, what a
  *   connection's session holds once a transaction's scope has ended.
- *   A read whose scope is the one the read before it
- *   in the segment set does not set it again. An unscoped statement
- *   reads no table under row-level security: the scope it runs under
- *   does not matter.
+ *   A read whose scope is the one the read before it in the segment
+ *   set does not set it again. An unscoped statement reads no table
+ *   under row-level security: the scope it runs under does not matter.
  *
  * - An error aborts the rest of the segment: the reads after the
  *   failing one get PGRES_PIPELINE_ABORTED. Each is sent again alone,
