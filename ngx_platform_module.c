@@ -48,6 +48,8 @@ static char *ngx_platform_check_texts(ngx_conf_t *cf,
     ngx_platform_family_t *family);
 static char *ngx_platform_check_text(ngx_conf_t *cf,
     ngx_platform_family_t *family, const char *en);
+static char *ngx_platform_check_doc_text(ngx_conf_t *cf,
+    ngx_platform_family_t *family, const char *doc);
 static char *ngx_platform_family(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_platform_otp_attempts(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -442,6 +444,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       ngx_platform_rate_limit_conf,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("platform_openapi_server"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_platform_openapi_server,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_platform_loc_conf_t, openapi_server),
       NULL },
 
       ngx_null_command
@@ -969,6 +978,9 @@ ngx_platform_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     /* as limit_req: the limits of the nearest level that declares any */
     ngx_conf_merge_ptr_value(conf->rate_limits, prev->rate_limits, NULL);
 
+    /* relative: the host the document was fetched from */
+    ngx_conf_merge_str_value(conf->openapi_server, prev->openapi_server, "/");
+
     if (conf->family == &ngx_platform_identity_family
         && conf->identity_bureau.len == 0)
     {
@@ -999,7 +1011,8 @@ ngx_platform_free_pg_options(void *data)
 /*
  * nginx -t: an Envelope A family answers French clients in French, so
  * each of its texts has a French version, and each message its endpoint
- * tables declare is among its texts or the core's.
+ * tables declare, or its documentation says its code answers, is among
+ * its texts or the core's.
  */
 
 static char *
@@ -1008,10 +1021,11 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
     char                     *rv;
     const char               *m[11];
     ngx_uint_t                i;
-    ngx_platform_sql_t       *sql;
-    ngx_platform_text_t      *t;
-    ngx_platform_outcome_t   *o;
-    ngx_platform_endpoint_t  *ep;
+    ngx_platform_sql_t         *sql;
+    ngx_platform_text_t        *t;
+    ngx_platform_outcome_t     *o;
+    ngx_platform_endpoint_t    *ep;
+    ngx_platform_doc_answer_t  *a;
 
     if (family->envelope != NGX_PLATFORM_ENVELOPE_A) {
         return NGX_CONF_OK;
@@ -1070,9 +1084,74 @@ ngx_platform_check_texts(ngx_conf_t *cf, ngx_platform_family_t *family)
                 }
             }
         }
+
+        if (ep->doc == NULL) {
+            continue;
+        }
+
+        if (ep->doc->ok) {
+            rv = ngx_platform_check_text(cf, family, ep->doc->ok);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+        }
+
+        for (a = ep->doc->answers; a && a->status; a++) {
+            m[0] = a->message;
+            m[1] = a->detail;
+
+            for (i = 0; i < 2; i++) {
+                if (m[i] == NULL) {
+                    continue;
+                }
+
+                rv = ngx_platform_check_doc_text(cf, family, m[i]);
+                if (rv != NGX_CONF_OK) {
+                    return rv;
+                }
+            }
+        }
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * A text of the documentation: "<n>" where the code puts a value is
+ * "%s" in the texts
+ */
+
+static char *
+ngx_platform_check_doc_text(ngx_conf_t *cf, ngx_platform_family_t *family,
+    const char *doc)
+{
+    u_char      *p, *en;
+    const char  *d, *close;
+
+    en = ngx_pnalloc(cf->temp_pool, 2 * ngx_strlen(doc) + 1);
+    if (en == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    p = en;
+
+    for (d = doc; *d; d++) {
+        close = (*d == '<') ? ngx_strchr(d, '>') : NULL;
+
+        if (close) {
+            *p++ = '%';
+            *p++ = 's';
+            d = close;
+            continue;
+        }
+
+        *p++ = *d;
+    }
+
+    *p = '\0';
+
+    return ngx_platform_check_text(cf, family, (char *) en);
 }
 
 

@@ -349,6 +349,9 @@ typedef struct {
      * level that declares any replaces those of the levels around it
      */
     ngx_array_t               *rate_limits;
+
+    /* platform_openapi_server: the document's server URL, checked */
+    ngx_str_t                  openapi_server;
 } ngx_platform_loc_conf_t;
 
 
@@ -376,6 +379,8 @@ typedef struct {
  * What the OpenAPI document (ngx_platform_openapi.c) says of an endpoint
  * beyond its row, written beside the row in the family's file.
  *
+ * summary: the operation's summary, a short phrase ("Get a delivery
+ * order").
  * data: the JSON Schema of the success document's data, as JSON text
  * (bare: of the whole body); NULL only when the statement answers no
  * body. example: a request on the demo data (scripts/demo-data.sql), a
@@ -385,6 +390,7 @@ typedef struct {
  * ok: the success message when code, not a statement, answers.
  */
 typedef struct {
+    const char                *summary;
     const char                *data;
     const char                *example;
     ngx_platform_doc_answer_t *answers;
@@ -738,6 +744,7 @@ size_t ngx_platform_utf8_valid(u_char *p, size_t len);
 
 /* the message in the request's language */
 const char *ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en);
+ngx_uint_t ngx_platform_text_french(ngx_platform_ctx_t *ctx);
 
 /* the message has a French text, the family's or the core's */
 ngx_int_t ngx_platform_text_known(ngx_platform_family_t *family,
@@ -898,6 +905,10 @@ ngx_int_t ngx_platform_variables_add(ngx_conf_t *cf);
  * the document is built, in the configuration's pool.
  */
 ngx_int_t ngx_platform_openapi_init(ngx_conf_t *cf);
+
+/* platform_openapi_server URL: refused unless a URL the document can name */
+char *ngx_platform_openapi_server(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 /*

@@ -246,6 +246,7 @@ static const char  ngx_platform_counterparties_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_counterparties_account_doc = {
+    "Update a counterparty bank account",
     ngx_platform_doc_schema("CounterpartyAccount"),
     "{\"body\":{\"id\":\"82000000-0000-4000-8000-000000000001\","
     "\"bankName\":\"GTBank\"}}",
@@ -254,6 +255,7 @@ static ngx_platform_doc_t  ngx_platform_counterparties_account_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_counterparties_group_doc = {
+    "Create a counterparty group",
     ngx_platform_doc_schema("CounterpartyGroup"),
     "{\"body\":{\"name\":\"Cocoa buyers\",\"members\":[{\"counterpartyId\":"
     "\"81000000-0000-4000-8000-000000000004\"}]}}",

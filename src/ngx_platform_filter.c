@@ -208,22 +208,24 @@ ngx_platform_request_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 static ngx_int_t
 ngx_platform_body_too_large(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char  *p;
-    size_t   len;
+    char       *detail;
+    u_char      max[NGX_OFF_T_LEN];
+    ngx_str_t   arg;
 
     r->keepalive = 0;
 
-    len = sizeof("This route accepts a body of at most  bytes.")
-          + NGX_OFF_T_LEN;
+    arg.data = max;
+    arg.len = ngx_sprintf(max, "%O", ctx->body_max) - max;
 
-    p = ngx_pnalloc(r->pool, len);
-    if (p == NULL) {
+    detail = ngx_platform_text_format(r, ngx_platform_text(ctx,
+                 (ctx->body_max == 1)
+                 ? "This route accepts a body of at most 1 byte."
+                 : "This route accepts a body of at most %s bytes."),
+                 &arg, 1);
+    if (detail == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_sprintf(p, "This route accepts a body of at most %O bytes.%Z",
-                ctx->body_max);
-
     return ngx_platform_fail(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                             "Request body too large.", (char *) p);
+                             "Request body too large.", detail);
 }

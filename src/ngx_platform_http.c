@@ -637,8 +637,11 @@ ngx_platform_body_work(void *data)
         return;
     }
 
+    /* a scalar is read too, to be told "must be a JSON object" */
+
     bw->json = json_loadb((char *) bw->data, bw->len,
-                          JSON_REJECT_DUPLICATES, &bw->error);
+                          JSON_REJECT_DUPLICATES|JSON_DECODE_ANY,
+                          &bw->error);
 }
 
 
@@ -654,7 +657,8 @@ ngx_platform_body_parse_raw(ngx_platform_body_work_t *bw)
 {
     bw->pos = 0;
     bw->json = json_load_callback(ngx_platform_body_read, bw,
-                                  JSON_REJECT_DUPLICATES, &bw->error);
+                                  JSON_REJECT_DUPLICATES|JSON_DECODE_ANY,
+                                  &bw->error);
 
     if (bw->json == NULL && (size_t) bw->error.position <= bw->raw_start) {
         /* met before the string */

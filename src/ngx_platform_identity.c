@@ -247,7 +247,7 @@ static const char  ngx_platform_identity_schemas[] =
     "\"BusinessVerification\":{\"type\":\"object\",\"properties\":{"
      "\"companyName\":{\"type\":\"string\"},"
      "\"address\":{\"type\":\"string\"},"
-     "\"verificationStatus\":{\"enum\":[\"VERIFIED\","
+     "\"verificationStatus\":{\"type\":\"string\",\"enum\":[\"VERIFIED\","
      "\"NAME_MISMATCH\"]}}}"
     "}";
 
@@ -266,6 +266,7 @@ static ngx_platform_doc_answer_t  ngx_platform_identity_verify_answers[] = {
 
 
 static ngx_platform_doc_t  ngx_platform_identity_verify_doc = {
+    "Verify a business with the credit bureau",
     ngx_platform_doc_schema("BusinessVerification"),
     "{\"body\":{\"rc_number\":\"RC100001\","
     "\"customer_name\":\"Demo Foods Limited\"}}",

@@ -54,6 +54,7 @@ static ngx_platform_field_t  ngx_platform_invoices_delete_tax_query[] = {
  */
 
 static ngx_platform_doc_t  ngx_platform_invoices_delete_tax_doc = {
+    "Delete an invoice tax setting",
     NULL,
     "{\"query\":{\"TaxSettingId\":"
     "\"f1000000-0000-4000-8000-000000000003\"}}",

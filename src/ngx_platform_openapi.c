@@ -15,10 +15,18 @@
  * code) and the family's shapes (docs/api.md). Nothing here knows an
  * endpoint or a family.
  *
+ * What the tables say is derived: the statuses an operation can answer
+ * (its credentials 401 and 403, its inputs and body 400, 413 and 415,
+ * its statement's outcomes, its backends 429, 500 and 503, any rate
+ * limit 429), and that every key of a shape is present ("required"),
+ * unless the shape says which are ("required": [] for none). Components
+ * nothing refers to are left out.
+ *
  * nginx -t refuses an endpoint without its documentation. The document
  * is built with Jansson when the configuration loads, into the
  * configuration's memory; only the "servers" member is written per
- * request, from the request's scheme and Host.
+ * request, from the location's platform_openapi_server (never from the
+ * request: a Host header is the client's to choose).
  */
 
 
@@ -28,6 +36,7 @@
 
 #include "ngx_platform.h"
 #include "ngx_platform_op.h"
+#include "ngx_platform_rate_limit.h"
 
 
 /* an error a request may get: status, message and detail */
@@ -57,9 +66,20 @@ typedef struct {
 } ngx_platform_openapi_type_t;
 
 
-#define ngx_platform_openapi_alnum(c)                                        \
+/* RFC 3986: unreserved, reserved (sub-delims, gen-delims) and "%" */
+#define ngx_platform_openapi_url_char(c)                                     \
     (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z')                \
-     || ((c) >= 'A' && (c) <= 'Z'))
+     || ((c) >= 'A' && (c) <= 'Z')                                           \
+     || ((c) != '\0' && ngx_strchr("-._~:/?#[]@!$&'()*+,;=%", c) != NULL))
+
+#define ngx_platform_openapi_hex(c)                                          \
+    (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'f')                \
+     || ((c) >= 'A' && (c) <= 'F'))
+
+
+#define NGX_PLATFORM_OPENAPI_HEAD                                            \
+    "{\"openapi\":\"3.1.0\",\"servers\":[{\"url\":\""
+#define NGX_PLATFORM_OPENAPI_TAIL     "\"}],"
 
 
 static ngx_int_t ngx_platform_openapi_check(ngx_conf_t *cf,
@@ -68,13 +88,19 @@ static ngx_uint_t ngx_platform_openapi_is_object(const char *text,
     json_error_t *error);
 static ngx_int_t ngx_platform_openapi_handler(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
+static const char *ngx_platform_openapi_server_fault(ngx_str_t *url);
 static json_t *ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas);
+static json_t *ngx_platform_openapi_tags(void);
+static ngx_int_t ngx_platform_openapi_prune(json_t *doc);
+static void ngx_platform_openapi_refs(json_t *node, json_t *found);
+static json_t *ngx_platform_openapi_resolve(json_t *doc, const char *ref);
 static json_t *ngx_platform_openapi_paths(ngx_log_t *log);
 static json_t *ngx_platform_openapi_components(json_t *schemas);
 static json_t *ngx_platform_openapi_header_parameters(void);
 static json_t *ngx_platform_openapi_schemas(ngx_log_t *log);
 static ngx_int_t ngx_platform_openapi_schemas_add(json_t *schemas,
     ngx_platform_family_t *family, ngx_log_t *log);
+static void ngx_platform_openapi_require(json_t *schema);
 static ngx_int_t ngx_platform_openapi_endpoint(json_t *paths,
     ngx_platform_family_t *family, ngx_platform_endpoint_t *ep);
 static json_t *ngx_platform_openapi_operation(ngx_platform_family_t *family,
@@ -112,6 +138,8 @@ static json_t *ngx_platform_openapi_error_response(
 static json_t *ngx_platform_openapi_response_headers(
     ngx_platform_family_t *family, ngx_uint_t status);
 static void ngx_platform_openapi_errors(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e);
+static void ngx_platform_openapi_load_errors(ngx_platform_family_t *family,
     ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e);
 static void ngx_platform_openapi_credential_errors(
     ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e);
@@ -158,26 +186,37 @@ ngx_platform_family_t  ngx_platform_openapi_family = {
 static const char  ngx_platform_openapi_envelopes[] =
     "{"
     "\"EnvelopeAError\":{\"type\":\"object\","
+     "\"description\":\"An error in Envelope A: errors holds the detail.\","
      "\"required\":[\"succeeded\",\"message\",\"errors\",\"data\"],"
      "\"properties\":{\"succeeded\":{\"const\":false},"
      "\"message\":{\"type\":\"string\"},"
-     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+     "\"minItems\":1},"
      "\"data\":{\"type\":\"null\"}}},"
     "\"EnvelopeBError\":{\"type\":\"object\","
+     "\"description\":\"An error in Envelope B: statusCode is the HTTP "
+     "status, errors one item with the message and the detail.\","
      "\"required\":[\"status\",\"statusCode\",\"message\",\"data\","
      "\"errors\"],"
      "\"properties\":{\"status\":{\"const\":false},"
      "\"statusCode\":{\"type\":\"integer\"},"
      "\"message\":{\"type\":\"string\"},"
-     "\"data\":{\"type\":\"object\"},"
-     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+     "\"data\":{\"type\":\"object\",\"additionalProperties\":false},"
+     "\"errors\":{\"type\":\"array\",\"minItems\":1,"
+     "\"items\":{\"$ref\":\"#/components/schemas/EnvelopeBErrorItem\"}}"
+     "}},"
+    "\"EnvelopeBErrorItem\":{\"type\":\"object\","
+     "\"required\":[\"message\",\"descriptiveMessage\"],"
      "\"properties\":{\"message\":{\"type\":\"string\"},"
-     "\"descriptiveMessage\":{\"type\":\"string\"}}}}}},"
+     "\"descriptiveMessage\":{\"type\":\"string\"}}},"
     "\"SalesError\":{\"type\":\"object\","
+     "\"description\":\"An error in the sales envelope: errors holds the "
+     "detail.\","
      "\"required\":[\"message\",\"data\",\"errors\"],"
      "\"properties\":{\"message\":{\"type\":\"string\"},"
      "\"data\":{\"type\":\"null\"},"
-     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}"
+     "\"errors\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+     "\"minItems\":1}}}"
     "}";
 
 
@@ -310,6 +349,9 @@ ngx_platform_openapi_check(ngx_conf_t *cf, ngx_platform_family_t *family,
     if (doc == NULL) {
         fault = "has no documentation (ngx_platform_doc_t)";
 
+    } else if (doc->summary == NULL || doc->summary[0] == '\0') {
+        fault = "has no summary";
+
     } else if (doc->data == NULL
                && !(ep->sql && ep->sql->answer == NGX_PLATFORM_ANSWER_EMPTY))
     {
@@ -377,67 +419,36 @@ ngx_platform_openapi_is_object(const char *text, json_error_t *error)
 static ngx_int_t
 ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 {
-    u_char                    *body, *p, c;
-    ngx_str_t                  host, scheme, *text;
-    ngx_uint_t                 i;
+    u_char                    *body, *p;
+    ngx_str_t                 *text, *url;
+    ngx_platform_loc_conf_t   *plcf;
     ngx_platform_main_conf_t  *pmcf;
 
     pmcf = ngx_http_get_module_main_conf(r, ngx_platform_module);
+    plcf = ngx_http_get_module_loc_conf(r, ngx_platform_module);
+
     text = &pmcf->openapi;
+    url = &plcf->openapi_server;
 
     if (text->len == 0) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /*
-     * servers: the scheme and Host the client used, when the Host is a
-     * plain name or address (nothing to escape); else relative
-     */
+    /* the URL needs no escaping: ngx_platform_openapi_server() saw it */
 
-    ngx_str_null(&host);
-
-    if (r->headers_in.host) {
-        host = r->headers_in.host->value;
-
-        for (i = 0; i < host.len; i++) {
-            c = host.data[i];
-
-            if (!(ngx_platform_openapi_alnum(c) || c == '.' || c == '-'
-                  || c == ':' || c == '[' || c == ']'))
-            {
-                ngx_str_null(&host);
-                break;
-            }
-        }
-    }
-
-#if (NGX_HTTP_SSL)
-    if (r->connection->ssl) {
-        ngx_str_set(&scheme, "https://");
-    } else
-#endif
-    {
-        ngx_str_set(&scheme, "http://");
-    }
-
-    body = ngx_pnalloc(r->pool, sizeof("{\"openapi\":\"3.1.0\","
-                                       "\"servers\":[{\"url\":\"/\"}],")
-                                + scheme.len + host.len
-                                + text->len);
+    body = ngx_pnalloc(r->pool, sizeof(NGX_PLATFORM_OPENAPI_HEAD) - 1
+                                + url->len
+                                + sizeof(NGX_PLATFORM_OPENAPI_TAIL) - 1
+                                + text->len - 1);
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_cpymem(body, "{\"openapi\":\"3.1.0\",\"servers\":[{\"url\":\"",
-                   sizeof("{\"openapi\":\"3.1.0\",\"servers\":[{\"url\":\"")
-                   - 1);
-
-    if (host.len) {
-        p = ngx_cpymem(p, scheme.data, scheme.len);
-        p = ngx_cpymem(p, host.data, host.len);
-    }
-
-    p = ngx_cpymem(p, "/\"}],", sizeof("/\"}],") - 1);
+    p = ngx_cpymem(body, NGX_PLATFORM_OPENAPI_HEAD,
+                   sizeof(NGX_PLATFORM_OPENAPI_HEAD) - 1);
+    p = ngx_cpymem(p, url->data, url->len);
+    p = ngx_cpymem(p, NGX_PLATFORM_OPENAPI_TAIL,
+                   sizeof(NGX_PLATFORM_OPENAPI_TAIL) - 1);
 
     /* the document past its "{" */
     p = ngx_cpymem(p, text->data + 1, text->len - 1);
@@ -446,12 +457,121 @@ ngx_platform_openapi_handler(ngx_http_request_t *r, ngx_platform_ctx_t *ctx)
 }
 
 
+/*
+ * platform_openapi_server URL: a path ("/", "/platform": relative to the
+ * host the document was fetched from) or an http:// or https:// URL,
+ * written into the document as it is; a trailing "/" is dropped, but of
+ * "/", since the paths begin with one.
+ */
+
+char *
+ngx_platform_openapi_server(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char  *p = conf;
+
+    ngx_str_t   *field, *value, url;
+    const char  *fault;
+
+    field = (ngx_str_t *) (p + cmd->offset);
+
+    if (field->data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    url = value[1];
+
+    fault = ngx_platform_openapi_server_fault(&url);
+
+    if (fault) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "platform_openapi_server \"%V\" %s", &url, fault);
+        return NGX_CONF_ERROR;
+    }
+
+    while (url.len > 1 && url.data[url.len - 1] == '/') {
+        url.len--;
+    }
+
+    *field = url;
+
+    return NGX_CONF_OK;
+}
+
+
+/* why a server URL cannot be the document's, or NULL */
+
+static const char *
+ngx_platform_openapi_server_fault(ngx_str_t *url)
+{
+    u_char      *p, *last, *host;
+    ngx_uint_t   i;
+
+    p = url->data;
+    last = p + url->len;
+
+    if (url->len == 0) {
+        return "is empty";
+    }
+
+    for (i = 0; i < url->len; i++) {
+        if (p[i] == '?' || p[i] == '#') {
+            return "has a query or a fragment: the paths are appended to it";
+        }
+
+        if (p[i] == '{' || p[i] == '}') {
+            return "names a server variable, which the document does not "
+                   "declare";
+        }
+
+        if (p[i] == '%'
+            && (i + 2 >= url->len || !ngx_platform_openapi_hex(p[i + 1])
+                || !ngx_platform_openapi_hex(p[i + 2])))
+        {
+            return "has a \"%\" that is not followed by two hexadecimal "
+                   "digits";
+        }
+
+        if (!ngx_platform_openapi_url_char(p[i])) {
+            return "has a character a URL does not hold as it is (a space, "
+                   "a quote, a backslash, a control or non-ASCII character): "
+                   "percent-encode it";
+        }
+    }
+
+    if (p[0] == '/') {
+        return (url->len > 1 && p[1] == '/')
+               ? "begins with \"//\": write the scheme (https://...)"
+               : NULL;
+    }
+
+    if (url->len >= 8 && ngx_strncasecmp(p, (u_char *) "https://", 8) == 0) {
+        host = p + 8;
+
+    } else if (url->len >= 7
+               && ngx_strncasecmp(p, (u_char *) "http://", 7) == 0)
+    {
+        host = p + 7;
+
+    } else {
+        return "is neither a path beginning with \"/\" nor an http:// or "
+               "https:// URL";
+    }
+
+    if (host == last || *host == '/') {
+        return "has no host";
+    }
+
+    return NULL;
+}
+
+
 /* the document, every family of the registry, with their shapes (stolen) */
 
 static json_t *
 ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas)
 {
-    json_t  *paths, *components;
+    json_t  *doc, *paths, *components, *tags;
 
     components = ngx_platform_openapi_components(schemas);
     if (components == NULL) {
@@ -464,7 +584,14 @@ ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas)
         return NULL;
     }
 
-    return json_pack("{s:{s:s, s:s, s:s}, s:o, s:o}",
+    tags = ngx_platform_openapi_tags();
+    if (tags == NULL) {
+        json_decref(components);
+        json_decref(paths);
+        return NULL;
+    }
+
+    doc = json_pack("{s:{s:s, s:s, s:s, s:{s:s, s:s}}, s:o, s:o, s:o}",
         "info",
           "title", "ngx_platform API",
           "version", "1",
@@ -476,11 +603,215 @@ ngx_platform_openapi_build(ngx_log_t *log, json_t *schemas)
           "inside a location of the module 404, in the family's envelope. "
           "Envelope A operations answer in French with Accept-Language: "
           "fr. Each location's platform_auth may replace an operation's "
-          "credentials. The examples use the demo data "
-          "(scripts/demo-data.sql); bearer tokens for its tenant-demo: "
-          "scripts/dev token.",
+          "credentials. Every key of a success's shapes is present (null "
+          "where the type allows it), but in the stored documents of a "
+          "sale, which are as the sale's makers stored them. The examples "
+          "use the demo data (scripts/demo-data.sql); bearer tokens for "
+          "its tenant-demo: scripts/dev token.",
+          "license",
+            "name", "Proprietary: all rights reserved",
+            "identifier", "LicenseRef-Proprietary",
+        "tags", tags,
         "paths", paths,
         "components", components);
+
+    if (doc && ngx_platform_openapi_prune(doc) != NGX_OK) {
+        json_decref(doc);
+        return NULL;
+    }
+
+    return doc;
+}
+
+
+/* a tag per family in the document: what serves it, in which envelope */
+
+static json_t *
+ngx_platform_openapi_tags(void)
+{
+    u_char                  text[256], *p;
+    json_t                 *tags;
+    ngx_uint_t              f;
+    const char             *envelope;
+    ngx_platform_family_t  *family;
+
+    tags = json_array();
+    if (tags == NULL) {
+        return NULL;
+    }
+
+    for (f = 0; ngx_platform_families[f]; f++) {
+        family = ngx_platform_families[f];
+
+        if (family->endpoints->pattern == NULL
+            || family->endpoints->pattern[0] == '*')
+        {
+            continue;
+        }
+
+        envelope = (family->envelope == NGX_PLATFORM_ENVELOPE_A)
+                   ? "Envelope A, in English or French"
+                   : (family->envelope == NGX_PLATFORM_ENVELOPE_SALES)
+                     ? "the sales envelope" : "Envelope B";
+
+        p = ngx_snprintf(text, sizeof(text) - 1,
+                         "Served by a location with platform_%V; answers "
+                         "in %s.", &family->name, envelope);
+        *p = '\0';
+
+        if (json_array_append_new(tags,
+                                  json_pack("{s:s#, s:s}",
+                                            "name", family->name.data,
+                                            (int) family->name.len,
+                                            "description", (char *) text))
+            != 0)
+        {
+            json_decref(tags);
+            return NULL;
+        }
+    }
+
+    return tags;
+}
+
+
+/*
+ * Components nothing refers to are left out: those the operations name,
+ * and those these name, and so on, stay (securitySchemes, named by the
+ * operations' requirements, all stay).
+ */
+
+static ngx_int_t
+ngx_platform_openapi_prune(json_t *doc)
+{
+    char         ref[256];
+    void        *iter;
+    json_t      *components, *used, *pending, *kind, *v;
+    ngx_int_t    rc;
+    ngx_uint_t   i;
+    const char  *name;
+    static char *kinds[] = { "schemas", "parameters", "headers" };
+
+    components = json_object_get(doc, "components");
+    used = json_object();
+    pending = json_object();
+
+    rc = NGX_ERROR;
+
+    if (used == NULL || pending == NULL) {
+        goto done;
+    }
+
+    ngx_platform_openapi_refs(json_object_get(doc, "paths"), pending);
+
+    while ((iter = json_object_iter(pending)) != NULL) {
+        ngx_cpystrn((u_char *) ref, (u_char *) json_object_iter_key(iter),
+                    sizeof(ref));
+        json_object_del(pending, ref);
+
+        if (json_object_get(used, ref)) {
+            continue;
+        }
+
+        json_object_set_new(used, ref, json_true());
+
+        v = ngx_platform_openapi_resolve(doc, ref);
+        if (v == NULL) {
+            /* a reference to nothing: a defect of a family's shapes */
+            goto done;
+        }
+
+        ngx_platform_openapi_refs(v, pending);
+    }
+
+    for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        kind = json_object_get(components, kinds[i]);
+
+        json_object_foreach_safe(kind, iter, name, v) {
+            ngx_snprintf((u_char *) ref, sizeof(ref), "#/components/%s/%s%Z",
+                         kinds[i], name);
+
+            if (json_object_get(used, ref) == NULL) {
+                json_object_del(kind, name);
+            }
+        }
+
+        if (kind && json_object_size(kind) == 0) {
+            json_object_del(components, kinds[i]);
+        }
+    }
+
+    rc = NGX_OK;
+
+done:
+
+    json_decref(used);
+    json_decref(pending);
+
+    return rc;
+}
+
+
+/* every "$ref" under node, as the keys of found */
+
+static void
+ngx_platform_openapi_refs(json_t *node, json_t *found)
+{
+    size_t       i;
+    json_t      *v;
+    const char  *key;
+
+    if (json_is_array(node)) {
+        json_array_foreach(node, i, v) {
+            ngx_platform_openapi_refs(v, found);
+        }
+
+        return;
+    }
+
+    json_object_foreach(node, key, v) {
+        if (ngx_strcmp(key, "$ref") == 0 && json_is_string(v)) {
+            json_object_set_new(found, json_string_value(v), json_true());
+
+        } else {
+            ngx_platform_openapi_refs(v, found);
+        }
+    }
+}
+
+
+/* "#/components/schemas/Name" in the document, or NULL */
+
+static json_t *
+ngx_platform_openapi_resolve(json_t *doc, const char *ref)
+{
+    u_char  *p, *q, part[128];
+    json_t  *node;
+
+    if (ref[0] != '#' || ref[1] != '/') {
+        return NULL;
+    }
+
+    node = doc;
+    p = (u_char *) ref + 2;
+
+    while (node && *p) {
+        q = part;
+
+        while (*p && *p != '/' && q < part + sizeof(part) - 1) {
+            *q++ = *p++;
+        }
+
+        *q = '\0';
+
+        if (*p == '/') {
+            p++;
+        }
+
+        node = json_object_get(node, (char *) part);
+    }
+
+    return node;
 }
 
 
@@ -689,12 +1020,72 @@ ngx_platform_openapi_schemas_add(json_t *schemas,
             return NGX_ERROR;
         }
 
+        ngx_platform_openapi_require(v);
+
         json_object_set(schemas, name, v);
     }
 
     json_decref(own);
 
     return NGX_OK;
+}
+
+
+/*
+ * Every key of a shape is present (docs/api.md): an object schema with
+ * properties and no "required" requires them all; "required": [] (a
+ * stored document's, whose keys are as stored) requires none and is
+ * left out.
+ */
+
+static void
+ngx_platform_openapi_require(json_t *schema)
+{
+    size_t       i;
+    json_t      *props, *required, *v;
+    const char  *key;
+
+    if (json_is_array(schema)) {
+        json_array_foreach(schema, i, v) {
+            ngx_platform_openapi_require(v);
+        }
+
+        return;
+    }
+
+    if (!json_is_object(schema)) {
+        return;
+    }
+
+    props = json_object_get(schema, "properties");
+    required = json_object_get(schema, "required");
+
+    if (json_is_object(props) && required == NULL) {
+        required = json_array();
+
+        json_object_foreach(props, key, v) {
+            json_array_append_new(required, json_string(key));
+        }
+
+        json_object_set_new(schema, "required", required);
+    }
+
+    if (json_is_array(required) && json_array_size(required) == 0) {
+        json_object_del(schema, "required");
+    }
+
+    json_object_foreach(props, key, v) {
+        ngx_platform_openapi_require(v);
+    }
+
+    /* the keywords whose values are schemas, or arrays of them */
+
+    ngx_platform_openapi_require(json_object_get(schema, "items"));
+    ngx_platform_openapi_require(json_object_get(schema,
+                                                 "additionalProperties"));
+    ngx_platform_openapi_require(json_object_get(schema, "allOf"));
+    ngx_platform_openapi_require(json_object_get(schema, "anyOf"));
+    ngx_platform_openapi_require(json_object_get(schema, "oneOf"));
 }
 
 
@@ -803,24 +1194,11 @@ static json_t *
 ngx_platform_openapi_operation(ngx_platform_family_t *family,
     ngx_platform_endpoint_t *ep, const char *method)
 {
-    json_t      *op;
-    const char  *summary;
-
-    op = json_pack("{s:[s#], s:o}",
-                   "tags", family->name.data, (int) family->name.len,
-                   "operationId",
-                   ngx_platform_openapi_operation_id(ep, method));
-    if (op == NULL) {
-        return NULL;
-    }
-
-    summary = (ep->sql && ep->sql->ok) ? ep->sql->ok : ep->doc->ok;
-
-    if (summary) {
-        json_object_set_new(op, "summary", json_string(summary));
-    }
-
-    return op;
+    return json_pack("{s:[s#], s:o, s:s}",
+                     "tags", family->name.data, (int) family->name.len,
+                     "operationId",
+                     ngx_platform_openapi_operation_id(ep, method),
+                     "summary", ep->doc->summary);
 }
 
 
@@ -971,6 +1349,7 @@ ngx_platform_openapi_request_body(ngx_platform_endpoint_t *ep,
     if (ep->body->name == NULL) {
         json_object_set_new(schema, "description",
                             json_string("Any JSON object."));
+        json_object_set_new(schema, "additionalProperties", json_true());
     }
 
     content = json_pack("{s:o}", "schema", schema);
@@ -998,6 +1377,7 @@ ngx_platform_openapi_request_body(ngx_platform_endpoint_t *ep,
 static json_t *
 ngx_platform_openapi_head(json_t *op, ngx_platform_endpoint_t *ep)
 {
+    u_char      *p, summary[256];
     json_t      *head, *res;
     const char  *key;
 
@@ -1006,10 +1386,13 @@ ngx_platform_openapi_head(json_t *op, ngx_platform_endpoint_t *ep)
         return NULL;
     }
 
+    p = ngx_snprintf(summary, sizeof(summary) - 1, "%s: the headers only",
+                     ep->doc->summary);
+    *p = '\0';
+
     json_object_set_new(head, "operationId",
                         ngx_platform_openapi_operation_id(ep, "head"));
-    json_object_set_new(head, "summary",
-                        json_string("The GET's headers, without its body."));
+    json_object_set_new(head, "summary", json_string((char *) summary));
 
     json_object_foreach(json_object_get(head, "responses"), key, res) {
         json_object_del(res, "content");
@@ -1379,6 +1762,8 @@ ngx_platform_openapi_success(ngx_platform_family_t *family,
         return NULL;
     }
 
+    ngx_platform_openapi_require(data);
+
     message = (ep->sql && ep->sql->ok) ? ep->sql->ok : doc->ok;
 
     if (doc->bare
@@ -1409,22 +1794,28 @@ static json_t *
 ngx_platform_openapi_envelope(ngx_platform_family_t *family,
     ngx_platform_endpoint_t *ep, json_t *data, const char *message)
 {
-    json_t  *props;
+    json_t      *props, *required, *v;
+    const char  *key;
 
     if (family->envelope == NGX_PLATFORM_ENVELOPE_A) {
-        props = json_pack("{s:{s:b}, s:{s:s}, s:{s:s, s:i}, s:o}",
+        props = json_pack("{s:{s:b}, s:{s:s}, s:{s:s, s:{s:s}, s:i}, s:o}",
                           "succeeded", "const", 1,
                           "message", "type", "string",
-                          "errors", "type", "array", "maxItems", 0,
+                          "errors", "type", "array",
+                          "items", "type", "string", "maxItems", 0,
                           "data", data);
 
     } else {
-        props = json_pack("{s:{s:b}, s:{s:i}, s:{s:s}, s:o, s:{s:s, s:i}}",
+        props = json_pack("{s:{s:b}, s:{s:i}, s:{s:s}, s:o, s:{s:s, s:o, s:i}}",
                           "status", "const", 1,
                           "statusCode", "const", 0,
                           "message", "type", "string",
                           "data", data,
-                          "errors", "type", "array", "maxItems", 0);
+                          "errors", "type", "array",
+                          "items",
+                          ngx_platform_openapi_ref("schemas",
+                                                   "EnvelopeBErrorItem"),
+                          "maxItems", 0);
     }
 
     if (props == NULL) {
@@ -1449,7 +1840,16 @@ ngx_platform_openapi_envelope(ngx_platform_family_t *family,
                                       "Items of every page."));
     }
 
-    return json_pack("{s:s, s:o}", "type", "object", "properties", props);
+    /* every key, always */
+
+    required = json_array();
+
+    json_object_foreach(props, key, v) {
+        json_array_append_new(required, json_string(key));
+    }
+
+    return json_pack("{s:s, s:o, s:o}", "type", "object",
+                     "required", required, "properties", props);
 }
 
 
@@ -1603,15 +2003,72 @@ ngx_platform_openapi_errors(ngx_platform_family_t *family,
         ngx_platform_openapi_add_error(e, a->status, a->message, a->detail);
     }
 
-    if (family->backends) {
+    ngx_platform_openapi_load_errors(family, ep, e);
+}
+
+
+/*
+ * What any operation may meet under load: a rate limit of its location,
+ * its share of the database, its backends down or slow, a body the
+ * worker cannot hold now (ngx_platform_op.c, _http.c, _thread.c)
+ */
+
+static void
+ngx_platform_openapi_load_errors(ngx_platform_family_t *family,
+    ngx_platform_endpoint_t *ep, ngx_platform_openapi_errors_t *e)
+{
+    /* platform_rate_limit may limit any location */
+    ngx_platform_openapi_add_error(e, NGX_HTTP_TOO_MANY_REQUESTS,
+                                   "Too many requests.",
+                                   NGX_PLATFORM_RL_DETAIL);
+
+    if (ep->body) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                       "Request body too large.",
+                                       "The body is larger than the server "
+                                       "can hold at once.");
         ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
                                        "Service temporarily unavailable.",
-                                       "A backend is unavailable; retry "
+                                       "The server holds too many large "
+                                       "bodies; retry shortly.");
+        ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                       "Service temporarily unavailable.",
+                                       "The server is busy; retry shortly.");
+    }
+
+    if (family->backends == 0) {
+        return;
+    }
+
+    if (family->backends & NGX_PLATFORM_BACKEND_PG) {
+        ngx_platform_openapi_add_error(e, NGX_HTTP_TOO_MANY_REQUESTS,
+                                       "Too many requests.",
+                                       "Your share of the database "
+                                       "connections is in use; retry "
                                        "shortly.");
+    }
+
+    ngx_platform_openapi_add_error(e, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                   "Internal server error.",
+                                   "The request could not be completed.");
+    ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                   "Service temporarily unavailable.",
+                                   "A backend is unavailable; retry "
+                                   "shortly.");
+    ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                   "Service temporarily unavailable.",
+                                   "A backend did not answer in time; "
+                                   "retry shortly.");
+
+    /* platform_pg_lock_timeout: a change waiting on another's row */
+
+    if ((family->backends & NGX_PLATFORM_BACKEND_PG)
+        && ep->method != NGX_HTTP_GET)
+    {
         ngx_platform_openapi_add_error(e, NGX_HTTP_SERVICE_UNAVAILABLE,
                                        "Service temporarily unavailable.",
-                                       "A backend did not answer in time; "
-                                       "retry shortly.");
+                                       "The resource is being changed by "
+                                       "another request; retry shortly.");
     }
 }
 

@@ -128,7 +128,8 @@ static ngx_platform_doc_answer_t  ngx_platform_otp_validate_answers[] = {
 /* the code of the example: scripts/dev start and t/63 store it */
 
 static ngx_platform_doc_t  ngx_platform_otp_validate_doc = {
-    "{\"type\":\"object\"}",
+    "Validate an OTP code",
+    "{\"type\":\"object\",\"additionalProperties\":false}",
     "{\"path\":{\"otpCode\":\"123456\"}}",
     ngx_platform_otp_validate_answers, 0, NGX_PLATFORM_OTP_VALIDATED
 };

@@ -258,6 +258,7 @@ static const char  ngx_platform_persons_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_persons_account_doc = {
+    "Get a person account",
     ngx_platform_doc_schema("PersonAccount"),
     "{\"path\":{\"id\":\"b1000000-0000-4000-8000-000000000001\"}}",
     NULL, 0, NULL
@@ -278,6 +279,7 @@ static ngx_platform_doc_answer_t
 
 
 static ngx_platform_doc_t  ngx_platform_persons_document_update_doc = {
+    "Update a person document",
     ngx_platform_doc_schema("PersonDocument"),
     "{\"body\":{\"documentId\":\"71000000-0000-4000-8000-000000000002\","
     "\"personId\":\"c1000000-0000-4000-8000-000000000001\","
@@ -287,6 +289,7 @@ static ngx_platform_doc_t  ngx_platform_persons_document_update_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_persons_document_delete_doc = {
+    "Delete a person document",
     "{\"type\":\"string\",\"format\":\"uuid\"}",
     "{\"path\":{\"id\":\"71000000-0000-4000-8000-000000000003\"}}",
     NULL, 0, NULL

@@ -223,6 +223,7 @@ struct ngx_platform_pg_op_s {
 
     ngx_event_t                  wait_timer;
     unsigned                     waiting:1;
+    unsigned                     pushed_out:1;  /* refused, being told */
     unsigned                     read:1;     /* may run on the read pool */
     unsigned                     sync:1;     /* a sync point follows it */
     unsigned                     aborted:1;  /* an earlier error skipped it */
@@ -285,6 +286,10 @@ static ngx_uint_t ngx_platform_pg_may_run(ngx_platform_pg_pool_t *pool,
 static void ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op);
 static ngx_platform_pg_conn_t *ngx_platform_pg_pick_open(
     ngx_platform_pg_pool_t *pool);
+static ngx_uint_t ngx_platform_pg_queue_room(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_owner_t *owner);
+static void ngx_platform_pg_push_out(ngx_platform_pg_op_t *op);
+static void ngx_platform_pg_pushed_out(ngx_event_t *ev);
 static ngx_platform_pg_conn_t *ngx_platform_pg_pick(
     ngx_platform_pg_pool_t *pool, ngx_uint_t stalled);
 static ngx_uint_t ngx_platform_pg_can_connect(ngx_platform_pg_pool_t *pool);
@@ -817,7 +822,7 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
             return NGX_PLATFORM_OVER_SHARE;
         }
 
-        if (pool->nwaiting < pool->conf->pg_queue_size) {
+        if (ngx_platform_pg_queue_room(pool, owner)) {
             ngx_platform_pg_wait(pool, op);
             return NGX_DONE;
         }
@@ -856,17 +861,127 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
         return NGX_DONE;
     }
 
-    if (pool->nconns > 0 && pool->nwaiting < pool->conf->pg_queue_size) {
+    if (pool->nconns == 0) {
+        return NGX_PLATFORM_UNAVAILABLE;
+    }
 
-        if (owner && owner->waiting >= pool->queue_share) {
-            return NGX_PLATFORM_OVER_SHARE;
-        }
+    if (owner && owner->waiting >= pool->queue_share) {
+        return NGX_PLATFORM_OVER_SHARE;
+    }
 
+    if (ngx_platform_pg_queue_room(pool, owner)) {
         ngx_platform_pg_wait(pool, op);
         return NGX_DONE;
     }
 
     return NGX_PLATFORM_UNAVAILABLE;
+}
+
+
+/*
+ * A full queue makes room for an owner that waits less than another: the
+ * newest statement of the owner with the most waiting is pushed out and
+ * refused as over its share. Shares alone cannot keep the queue open,
+ * since two owners at a share of 50% fill it; this way a queue that others
+ * filled refuses an owner only when none of them waits more than it would.
+ */
+
+static ngx_uint_t
+ngx_platform_pg_queue_room(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_owner_t *owner)
+{
+    ngx_uint_t                mine;
+    ngx_queue_t              *q;
+    ngx_rbtree_node_t        *node, *root, *sentinel;
+    ngx_platform_pg_op_t     *op;
+    ngx_platform_pg_owner_t  *o, *most;
+
+    if (pool->nwaiting < pool->conf->pg_queue_size) {
+        return 1;
+    }
+
+    root = pool->owners.root;
+    sentinel = pool->owners.sentinel;
+
+    if (pool->slot_share == 0 || root == sentinel) {
+        return 0;
+    }
+
+    mine = owner ? owner->waiting : 0;
+    most = NULL;
+
+    for (node = ngx_rbtree_min(root, sentinel);
+         node;
+         node = ngx_rbtree_next(&pool->owners, node))
+    {
+        o = (ngx_platform_pg_owner_t *) node;
+
+        if (o->waiting > mine + 1
+            && (most == NULL || o->waiting > most->waiting))
+        {
+            most = o;
+        }
+    }
+
+    if (most == NULL) {
+        return 0;
+    }
+
+    for (q = ngx_queue_last(&pool->waiting);
+         q != ngx_queue_sentinel(&pool->waiting);
+         q = ngx_queue_prev(q))
+    {
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+
+        if (op->owner == most) {
+            ngx_platform_pg_push_out(op);
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * op leaves the queue and is refused from a posted event: its request's
+ * handler must not run inside another request's submit.
+ */
+
+static void
+ngx_platform_pg_push_out(ngx_platform_pg_op_t *op)
+{
+    ngx_platform_pg_unqueue(op);
+
+    op->pushed_out = 1;
+
+    op->wait_timer.handler = ngx_platform_pg_pushed_out;
+    ngx_post_event(&op->wait_timer, &ngx_posted_events);
+}
+
+
+static void
+ngx_platform_pg_pushed_out(ngx_event_t *ev)
+{
+    ngx_platform_pg_op_t  *op;
+
+    op = (ngx_platform_pg_op_t *)
+             ((u_char *) ev - offsetof(ngx_platform_pg_op_t, wait_timer));
+
+    ngx_platform_metric_inc(NGX_PLATFORM_M_PG_OVER_SHARE);
+
+    ngx_platform_log_limited(NGX_PLATFORM_LOG_PG_REJECTED, NGX_LOG_WARN,
+                             ev->log, 0,
+                             "platform: PostgreSQL share of \"%V\" "
+                             "in use, statement \"%s\" pushed out of "
+                             "the full queue",
+                             &op->owner->sn.str,
+                             op->calls[op->first].stmt->name);
+
+    /* the request's cleanup, run by its handler, leaves op to op_fail */
+    op->pushed_out = 0;
+
+    ngx_platform_pg_op_fail(op, NGX_PLATFORM_OVER_SHARE);
 }
 
 
@@ -1218,6 +1333,10 @@ ngx_platform_pg_op_free(ngx_platform_pg_op_t *op)
         ngx_del_timer(&op->wait_timer);
     }
 
+    if (op->wait_timer.posted) {
+        ngx_delete_posted_event(&op->wait_timer);
+    }
+
     if (op->cleanup) {
         op->cleanup->handler = NULL;
     }
@@ -1274,6 +1393,9 @@ ngx_platform_pg_cleanup(void *data)
 
     if (op->waiting) {
         ngx_platform_pg_unqueue(op);
+        ngx_platform_pg_op_free(op);
+
+    } else if (op->pushed_out) {
         ngx_platform_pg_op_free(op);
     }
 }

@@ -50,6 +50,7 @@ static ngx_platform_doc_answer_t
 
 
 static ngx_platform_doc_t  ngx_platform_products_classifications_doc = {
+    "List the product classifications",
     ngx_platform_doc_schema("Classifications"),
     "{}",
     ngx_platform_products_classifications_answers, 1,

@@ -32,6 +32,10 @@ static void ngx_platform_xorshift_hex(u_char *p, size_t len);
 static u_char *ngx_platform_log_error(ngx_http_request_t *r,
     ngx_http_request_t *sr, u_char *buf, size_t len);
 static ngx_uint_t ngx_platform_lang(ngx_http_request_t *r);
+static ngx_int_t ngx_platform_lang_range(u_char **pos, u_char *end,
+    ngx_str_t *range);
+static ngx_int_t ngx_platform_lang_weight(u_char **pos, u_char *end);
+static ngx_uint_t ngx_platform_lang_is(ngx_str_t *range, const char *lang);
 
 
 /* nginx's own log handler of requests, the same for all of them */
@@ -406,23 +410,206 @@ ngx_platform_log_error(ngx_http_request_t *r, ngx_http_request_t *sr,
 }
 
 
+/*
+ * The answer's language from Accept-Language, read as RFC 9110 says: a
+ * list of language ranges, each with an optional weight "q=" from 0 to
+ * 1 (1 when absent). French when a range of French ("fr", "fr-CA") or
+ * "*" weighs more than every range of English, and more than 0; at equal
+ * weights the one listed first. English otherwise, also for a header
+ * that names neither or cannot be read.
+ */
+
 static ngx_uint_t
 ngx_platform_lang(ngx_http_request_t *r)
 {
-    ngx_table_elt_t  *h;
+    u_char      *p, *end;
+    ngx_int_t    q, fr, en, any;
+    ngx_str_t    value, range;
+    ngx_uint_t   fr_at, en_at, any_at, n;
 
-    h = ngx_platform_header(r, "Accept-Language");
+    /* several header lines are one list (RFC 9110, section 5.3) */
 
-    if (h && h->value.len >= 2
-        && ngx_strncasecmp(h->value.data, (u_char *) "fr", 2) == 0
-        && (h->value.len == 2 || h->value.data[2] == '-'
-            || h->value.data[2] == ',' || h->value.data[2] == ';'
-            || h->value.data[2] == '_'))
-    {
+    if (ngx_platform_headers(r, "Accept-Language", &value) == 0) {
+        return NGX_PLATFORM_LANG_EN;
+    }
+
+    fr = -1;
+    en = -1;
+    any = -1;
+    fr_at = 0;
+    en_at = 0;
+    any_at = 0;
+
+    p = value.data;
+    end = p + value.len;
+
+    for (n = 0; p < end; n++) {
+        q = ngx_platform_lang_range(&p, end, &range);
+
+        if (q == NGX_ERROR) {
+            continue;
+        }
+
+        if (range.len == 1 && range.data[0] == '*') {
+            if (q > any) {
+                any = q;
+                any_at = n;
+            }
+
+        } else if (ngx_platform_lang_is(&range, "fr")) {
+            if (q > fr) {
+                fr = q;
+                fr_at = n;
+            }
+
+        } else if (ngx_platform_lang_is(&range, "en")) {
+            if (q > en) {
+                en = q;
+                en_at = n;
+            }
+        }
+    }
+
+    /* "*" stands for a language not named in the list */
+
+    if (fr == -1) {
+        fr = any;
+        fr_at = any_at;
+    }
+
+    if (en == -1) {
+        en = any;
+        en_at = any_at;
+    }
+
+    if (fr > 0 && (fr > en || (fr == en && fr_at < en_at))) {
         return NGX_PLATFORM_LANG_FR;
     }
 
     return NGX_PLATFORM_LANG_EN;
+}
+
+
+/*
+ * One element of the list at *pos: its range, and its weight in
+ * thousandths; NGX_ERROR for an empty or malformed element, which is
+ * skipped. *pos is left past the element's comma.
+ */
+
+static ngx_int_t
+ngx_platform_lang_range(u_char **pos, u_char *end, ngx_str_t *range)
+{
+    u_char     *p, *next;
+    ngx_int_t   q;
+
+    p = *pos;
+
+    next = ngx_strlchr(p, end, ',');
+    if (next == NULL) {
+        next = end;
+    }
+
+    *pos = (next < end) ? next + 1 : end;
+
+    while (p < next && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    range->data = p;
+
+    while (p < next
+           && (*p == '*' || *p == '-' || (*p >= '0' && *p <= '9')
+               || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')))
+    {
+        p++;
+    }
+
+    range->len = p - range->data;
+
+    if (range->len == 0 || range->len > 64) {
+        return NGX_ERROR;
+    }
+
+    while (p < next && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if (p == next) {
+        return 1000;
+    }
+
+    /* ";" OWS "q=" weight OWS: other parameters are not allowed */
+
+    if (*p++ != ';') {
+        return NGX_ERROR;
+    }
+
+    while (p < next && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if (next - p < 3 || (p[0] | 0x20) != 'q' || p[1] != '=') {
+        return NGX_ERROR;
+    }
+
+    p += 2;
+
+    q = ngx_platform_lang_weight(&p, next);
+
+    while (p < next && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    return (p == next) ? q : NGX_ERROR;
+}
+
+
+/* qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ) */
+
+static ngx_int_t
+ngx_platform_lang_weight(u_char **pos, u_char *end)
+{
+    u_char      *p;
+    ngx_int_t    q, unit;
+
+    p = *pos;
+
+    if (p == end || (*p != '0' && *p != '1')) {
+        return NGX_ERROR;
+    }
+
+    q = (*p++ - '0') * 1000;
+
+    if (p < end && *p == '.') {
+        p++;
+
+        for (unit = 100; p < end && *p >= '0' && *p <= '9'; unit /= 10) {
+            if (unit == 0) {
+                return NGX_ERROR;
+            }
+
+            q += (*p++ - '0') * unit;
+        }
+    }
+
+    *pos = p;
+
+    return (q > 1000) ? NGX_ERROR : q;
+}
+
+
+/* whether a language range is of a language: "fr", "fr-CA", "FR-ca" */
+
+static ngx_uint_t
+ngx_platform_lang_is(ngx_str_t *range, const char *lang)
+{
+    size_t  len;
+
+    len = ngx_strlen(lang);
+
+    return range->len >= len
+           && ngx_strncasecmp(range->data, (u_char *) lang, len) == 0
+           && (range->len == len || range->data[len] == '-');
 }
 
 

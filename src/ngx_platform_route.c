@@ -235,7 +235,7 @@ ngx_int_t
 ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_array_t *routes)
 {
-    u_char                   *detail;
+    char                     *detail;
     ngx_uint_t                i, method, bad_version, path_known;
     ngx_platform_route_t     *route;
     ngx_platform_endpoint_t  *ep;
@@ -280,16 +280,15 @@ ngx_platform_route(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     }
 
     if (path_known) {
-        detail = ngx_pnalloc(r->pool, sizeof("This endpoint accepts .")
-                                      + ctx->allow.len);
+        detail = ngx_platform_text_format(r,
+                     ngx_platform_text(ctx, "This endpoint accepts %s."),
+                     &ctx->allow, 1);
         if (detail == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        ngx_sprintf(detail, "This endpoint accepts %V.%Z", &ctx->allow);
-
         return ngx_platform_fail(r, NGX_HTTP_NOT_ALLOWED,
-                                 "Method not allowed.", (char *) detail);
+                                 "Method not allowed.", detail);
     }
 
     return ngx_platform_fail(r, NGX_HTTP_NOT_FOUND, "Resource not found.",

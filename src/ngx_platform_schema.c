@@ -48,7 +48,9 @@ typedef enum {
     ngx_platform_problem_iban_check,
     ngx_platform_problem_bic,
     ngx_platform_problem_utf8,
-    ngx_platform_problem_nul
+    ngx_platform_problem_nul,
+    ngx_platform_problem_shorter_one,
+    ngx_platform_problem_longer_one
 } ngx_platform_problem_e;
 
 
@@ -90,7 +92,69 @@ static ngx_platform_text_t  ngx_platform_problems[] = {
       "chiffres, dont six lettres au début." },
     { "%s must be valid UTF-8.", "%s doit être en UTF-8 valide." },
     { "%s must not contain a NUL character.",
-      "%s ne doit pas contenir de caractère NUL." }
+      "%s ne doit pas contenir de caractère NUL." },
+    { "%s must be at least 1 character long.",
+      "%s doit compter au moins 1 caractère." },
+    { "%s must be at most 1 character long.",
+      "%s doit compter au plus 1 caractère." }
+};
+
+
+/*
+ * Jansson's reasons for a malformed body, with the module's English (no
+ * library flag names) and French. Its text is the reason, a value of the
+ * body after some ("control character 0x1"), then " near '...'" quoting
+ * the body or " near end of file". Longer reasons first, where one
+ * begins another.
+ */
+
+typedef struct {
+    const char                *jansson;
+    const char                *en;
+    const char                *fr;
+} ngx_platform_json_reason_t;
+
+
+static ngx_platform_json_reason_t  ngx_platform_json_reasons[] = {
+    { "\\u0000 is not allowed without JSON_ALLOW_NUL",
+      "\\u0000 is not allowed in a string",
+      "\\u0000 n'est pas permis dans une chaîne" },
+    { "NUL byte in object key not supported",
+      "\\u0000 is not allowed in a member name",
+      "\\u0000 n'est pas permis dans un nom de membre" },
+    { "unable to decode byte", "not UTF-8: byte",
+      "pas de l'UTF-8 : octet" },
+    { "premature end of input", "premature end of input",
+      "fin prématurée du texte" },
+    { "unexpected newline", "unexpected newline in a string",
+      "saut de ligne inattendu dans une chaîne" },
+    { "control character", "control character",
+      "caractère de contrôle" },
+    { "invalid Unicode escape", "invalid Unicode escape",
+      "échappement Unicode invalide" },
+    { "invalid Unicode", "invalid Unicode",
+      "Unicode invalide" },
+    { "invalid escape", "invalid escape", "échappement invalide" },
+    { "too big negative integer", "too big negative integer",
+      "entier négatif trop grand" },
+    { "too big integer", "too big integer", "entier trop grand" },
+    { "real number overflow", "real number overflow",
+      "nombre réel trop grand" },
+    { "maximum parsing depth reached", "maximum nesting depth reached",
+      "profondeur d'imbrication maximale atteinte" },
+    { "string or '}' expected", "string or '}' expected",
+      "chaîne ou '}' attendue" },
+    { "duplicate object key", "duplicate object key",
+      "clé d'objet en double" },
+    { "':' expected", "':' expected", "':' attendu" },
+    { "']' expected", "']' expected", "']' attendu" },
+    { "'[' or '{' expected", "'[' or '{' expected",
+      "'[' ou '{' attendu" },
+    { "end of file expected", "end of file expected",
+      "fin du texte attendue" },
+    { "invalid token", "invalid token", "élément invalide" },
+    { "unexpected token", "unexpected token", "élément inattendu" },
+    { NULL, "invalid JSON", "JSON invalide" }
 };
 
 
@@ -127,6 +191,8 @@ static ngx_platform_iban_country_t  ngx_platform_iban_countries[] = {
 };
 
 
+static char *ngx_platform_json_error_detail(ngx_http_request_t *r,
+    ngx_platform_ctx_t *ctx, json_error_t *error);
 static ngx_int_t ngx_platform_field_fail(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx, ngx_str_t *name, ngx_platform_field_t *field,
     ngx_platform_problem_e problem);
@@ -320,21 +386,18 @@ ngx_int_t
 ngx_platform_check_body(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     json_t *json, json_error_t *error)
 {
-    u_char     *p;
+    char       *detail;
     ngx_str_t   path;
 
     if (json == NULL) {
-        p = ngx_pnalloc(r->pool, JSON_ERROR_TEXT_LENGTH + 64);
-        if (p == NULL) {
+        detail = ngx_platform_json_error_detail(r, ctx, error);
+        if (detail == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        ngx_sprintf(p, "Malformed JSON at line %d, column %d: %s%Z",
-                    error->line, error->column, error->text);
-
         return ngx_platform_fail(r, NGX_HTTP_BAD_REQUEST,
                                  "The request body is not valid JSON.",
-                                 (char *) p);
+                                 detail);
     }
 
     ctx->json = json;
@@ -1134,6 +1197,94 @@ ngx_platform_utf8_length(u_char *p, size_t len)
 }
 
 
+/*
+ * Where and why the body is not JSON, in the request's language: Jansson's
+ * line and column, its reason in the module's words, and the body's text
+ * it quotes, as is
+ */
+
+static char *
+ngx_platform_json_error_detail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
+    json_error_t *error)
+{
+    u_char                      *p, *end, *near, *q;
+    size_t                       len;
+    ngx_str_t                    args[4];
+    ngx_uint_t                   fr;
+    ngx_platform_json_reason_t  *reason;
+
+    fr = ngx_platform_text_french(ctx);
+
+    p = (u_char *) error->text;
+    end = p + ngx_strnlen(p, JSON_ERROR_TEXT_LENGTH - 1);
+
+    for (reason = ngx_platform_json_reasons; reason->jansson; reason++) {
+        len = ngx_strlen(reason->jansson);
+
+        if ((size_t) (end - p) >= len
+            && ngx_strncmp(p, reason->jansson, len) == 0)
+        {
+            break;
+        }
+    }
+
+    /* a reason not known is left out: its words are Jansson's */
+
+    p = reason->jansson ? p + len : end;
+
+    near = ngx_strnstr(p, " near ", end - p);
+    if (near == NULL) {
+        near = end;
+    }
+
+    args[0].data = ngx_pnalloc(r->pool, 2 * NGX_INT_T_LEN
+                                        + (end - p) + sizeof(" près de "));
+    if (args[0].data == NULL) {
+        return NULL;
+    }
+
+    args[0].len = ngx_sprintf(args[0].data, "%d", error->line) - args[0].data;
+
+    args[1].data = args[0].data + args[0].len;
+    args[1].len = ngx_sprintf(args[1].data, "%d", error->column)
+                  - args[1].data;
+
+    args[2].data = (u_char *) (fr ? reason->fr : reason->en);
+    args[2].len = ngx_strlen(args[2].data);
+
+    /* what follows the reason ("0x1"), then where: the body's own text */
+
+    q = ngx_cpymem(args[1].data + args[1].len, p, near - p);
+    args[3].data = args[1].data + args[1].len;
+
+    if (near < end) {
+        near += sizeof(" near ") - 1;
+
+        if (!fr) {
+            q = ngx_cpymem(q, " near ", sizeof(" near ") - 1);
+            q = ngx_cpymem(q, near, end - near);
+
+        } else if ((size_t) (end - near) == sizeof("end of file") - 1
+                   && ngx_strncmp(near, "end of file", end - near) == 0)
+        {
+            q = ngx_cpymem(q, " à la fin du texte",
+                           sizeof(" à la fin du texte") - 1);
+
+        } else {
+            q = ngx_cpymem(q, " près de ", sizeof(" près de ") - 1);
+            q = ngx_cpymem(q, near, end - near);
+        }
+    }
+
+    args[3].len = q - args[3].data;
+
+    return ngx_platform_text_format(r,
+               ngx_platform_text(ctx,
+                                 "Malformed JSON at line %s, column %s: %s%s"),
+               args, 4);
+}
+
+
 /* 400 naming the field, in the request's language */
 
 static ngx_int_t
@@ -1150,13 +1301,17 @@ ngx_platform_field_fail(ngx_http_request_t *r, ngx_platform_ctx_t *ctx,
     ngx_str_t     extra, args[2];
     const char   *format;
 
-    format = ngx_platform_problems[problem].en;
+    /* "at least 1 character", not "1 characters" */
 
-    if (ctx->lang == NGX_PLATFORM_LANG_FR
-        && ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A)
-    {
-        format = ngx_platform_problems[problem].fr;
+    if (problem == ngx_platform_problem_shorter && field->min == 1) {
+        problem = ngx_platform_problem_shorter_one;
+
+    } else if (problem == ngx_platform_problem_longer && field->max == 1) {
+        problem = ngx_platform_problem_longer_one;
     }
+
+    format = ngx_platform_text_french(ctx) ? ngx_platform_problems[problem].fr
+                                           : ngx_platform_problems[problem].en;
 
     ngx_str_null(&extra);
 

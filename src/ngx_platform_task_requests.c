@@ -230,11 +230,12 @@ static const char  ngx_platform_task_requests_schemas[] =
      "\"message\":{\"type\":\"string\"},"
      "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
      "\"samplerId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"status\":{\"const\":\"ASSIGNED\"}}},"
+     "\"status\":{\"type\":\"string\",\"const\":\"ASSIGNED\"}}},"
     "\"TaskStatusUpdated\":{\"type\":\"object\",\"properties\":{"
      "\"message\":{\"type\":\"string\"},"
      "\"taskId\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"status\":{\"enum\":[\"ACCEPTED\",\"REJECTED\",\"PENDING\"]},"
+     "\"status\":{\"type\":\"string\",\"enum\":[\"ACCEPTED\",\"REJECTED\","
+     "\"PENDING\"]},"
      "\"samplerOrLaboratoryId\":{\"type\":\"string\","
      "\"format\":\"uuid\"}}}"
     "}";
@@ -246,6 +247,7 @@ static const char  ngx_platform_task_requests_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_task_requests_assign_doc = {
+    "Assign a sampler to a task request",
     ngx_platform_doc_schema("TaskSamplerAssigned"),
     "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000001\"},"
     "\"headers\":{\"userId\":\"lab-admin-1\"},"
@@ -257,6 +259,7 @@ static ngx_platform_doc_t  ngx_platform_task_requests_assign_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_task_requests_toggle_doc = {
+    "Accept or reject a task request",
     ngx_platform_doc_schema("TaskStatusUpdated"),
     "{\"path\":{\"id\":\"61000000-0000-4000-8000-000000000002\"},"
     "\"headers\":{\"userId\":\"sampler-user-1\"},"

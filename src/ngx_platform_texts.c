@@ -52,6 +52,17 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
     { "Gateway timeout.", "Délai de la passerelle dépassé." },
     { "API version not supported.", "Version d'API non prise en charge." },
     { "Supported versions: 1, 1.0.", "Versions prises en charge : 1, 1.0." },
+    { "This endpoint accepts %s.",
+      "Ce point de terminaison accepte %s." },
+    { "Malformed JSON at line %s, column %s: %s%s",
+      "JSON mal formé à la ligne %s, colonne %s : %s%s" },
+    { "Expected a JSON object.", "Un objet JSON est attendu." },
+    { "This route accepts a body of at most %s bytes.",
+      "Cette route accepte un corps d'au plus %s octets." },
+    { "This route accepts a body of at most 1 byte.",
+      "Cette route accepte un corps d'au plus 1 octet." },
+    { "The server is busy; retry shortly.",
+      "Le serveur est occupé ; réessayez bientôt." },
     { "The request body is not valid JSON.",
       "Le corps de la requête n'est pas un JSON valide." },
     { "The request body must be a JSON object.",
@@ -128,20 +139,36 @@ static ngx_platform_text_t  ngx_platform_core_texts[] = {
       "l'attribut merchantId." },
     { "userId header is required.", "L'en-tête userId est requis." },
     { "userId header is invalid.", "L'en-tête userId est invalide." },
+    { "The userId header does not match the token's sub.",
+      "L'en-tête userId ne correspond pas à l'attribut sub du jeton." },
     { "Request timeout.", "Délai de la requête dépassé." },
 
     { NULL, NULL }
 };
 
 
-/* the family's texts first, then the core's */
+/* whether the request's answer speaks French: only Envelope A does */
+
+ngx_uint_t
+ngx_platform_text_french(ngx_platform_ctx_t *ctx)
+{
+    return ctx->lang == NGX_PLATFORM_LANG_FR
+           && ctx->family != NULL
+           && ctx->family->envelope == NGX_PLATFORM_ENVELOPE_A;
+}
+
+
+/*
+ * The text in the request's language: the family's texts first, then
+ * the core's. Only Envelope A speaks French.
+ */
 
 const char *
 ngx_platform_text(ngx_platform_ctx_t *ctx, const char *en)
 {
     const char  *fr;
 
-    if (ctx->lang != NGX_PLATFORM_LANG_FR) {
+    if (!ngx_platform_text_french(ctx)) {
         return en;
     }
 

@@ -417,11 +417,44 @@ static ngx_platform_field_t  ngx_platform_tms_assign_query[] = {
 };
 
 
-/* the shapes of the data its endpoints answer (docs/api.md) */
+/*
+ * The shapes of the data its endpoints answer (docs/api.md), every key
+ * always present: the driver of an order (no userId), the driver of a
+ * vehicle and the available driver (with it), the vehicle of an
+ * available driver (without its driver) and the vehicle document
+ */
+
+#define NGX_PLATFORM_TMS_DRIVER_FIELDS                                       \
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"                      \
+    "\"userId\":{\"type\":[\"string\",\"null\"]},"                           \
+    "\"name\":{\"type\":\"string\"},"                                        \
+    "\"phone\":{\"type\":[\"string\",\"null\"]},"                            \
+    "\"vehicleType\":{\"type\":[\"string\",\"null\"]},"                      \
+    "\"status\":{\"$ref\":\"#/components/schemas/DriverStatus\"}"
+
+#define NGX_PLATFORM_TMS_VEHICLE_FIELDS                                      \
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"                      \
+    "\"tenantId\":{\"type\":\"string\"},"                                    \
+    "\"countryCode\":{\"type\":\"string\"},"                                 \
+    "\"licensePlate\":{\"type\":[\"string\",\"null\"]},"                     \
+    "\"model\":{\"type\":[\"string\",\"null\"]},"                            \
+    "\"manufacturer\":{\"type\":[\"string\",\"null\"]},"                     \
+    "\"type\":{\"type\":[\"string\",\"null\"]},"                             \
+    "\"colour\":{\"type\":[\"string\",\"null\"]},"                           \
+    "\"year\":{\"type\":[\"string\",\"null\"],\"pattern\":"                  \
+    "\"^[1-9][0-9]{3}$\"},"                                                  \
+    "\"capacity\":{\"type\":[\"string\",\"null\"],"                          \
+    "\"pattern\":\"^[0-9]{1,9}(\\\\.[0-9]{1,3})?$\"},"                       \
+    "\"condition\":{\"type\":[\"string\",\"null\"]},"                        \
+    "\"imageUrl\":{\"type\":[\"string\",\"null\"]},"                         \
+    "\"carrierId\":{\"type\":[\"string\",\"null\"]},"                        \
+    "\"carrierPhoneNumber\":{\"type\":[\"string\",\"null\"]},"               \
+    "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"          \
+    "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}"
 
 static const char  ngx_platform_tms_schemas[] =
     "{"
-    "\"Address\":{\"type\":\"object\",\"properties\":{"
+    "\"OrderAddress\":{\"type\":\"object\",\"properties\":{"
      "\"address\":{\"type\":[\"string\",\"null\"]},"
      "\"city\":{\"type\":[\"string\",\"null\"]},"
      "\"state\":{\"type\":[\"string\",\"null\"]},"
@@ -431,25 +464,27 @@ static const char  ngx_platform_tms_schemas[] =
      "\"contactPhone\":{\"type\":[\"string\",\"null\"]},"
      "\"latitude\":{\"type\":[\"number\",\"null\"]},"
      "\"longitude\":{\"type\":[\"number\",\"null\"]}}},"
-    "\"DriverStatus\":{\"enum\":[\"AVAILABLE\",\"ON_DELIVERY\","
-     "\"OFFLINE\"]},"
-    "\"Driver\":{\"type\":\"object\",\"properties\":{"
+    "\"DriverStatus\":{\"type\":\"string\",\"enum\":[\"AVAILABLE\","
+     "\"ON_DELIVERY\",\"OFFLINE\"]},"
+    "\"OrderDriver\":{\"type\":\"object\",\"properties\":{"
      "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"userId\":{\"type\":[\"string\",\"null\"]},"
      "\"name\":{\"type\":\"string\"},"
      "\"phone\":{\"type\":[\"string\",\"null\"]},"
      "\"vehicleType\":{\"type\":[\"string\",\"null\"]},"
      "\"status\":{\"$ref\":\"#/components/schemas/DriverStatus\"}}},"
+    "\"Driver\":{\"type\":\"object\",\"properties\":{"
+     NGX_PLATFORM_TMS_DRIVER_FIELDS "}},"
     "\"DeliveryOrder\":{\"type\":\"object\",\"properties\":{"
      "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
      "\"orderNumber\":{\"type\":\"string\"},"
-     "\"status\":{\"enum\":[\"PENDING\",\"ASSIGNED\",\"PICKED_UP\","
-     "\"IN_TRANSIT\",\"DELIVERED\",\"CANCELLED\"]},"
+     "\"status\":{\"type\":\"string\",\"enum\":[\"PENDING\",\"ASSIGNED\","
+     "\"PICKED_UP\",\"IN_TRANSIT\",\"DELIVERED\",\"CANCELLED\"]},"
      "\"tenantId\":{\"type\":\"string\"},"
      "\"countryCode\":{\"type\":\"string\"},"
-     "\"pickupAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
-     "\"dropOffAddress\":{\"$ref\":\"#/components/schemas/Address\"},"
-     "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
+     "\"pickupAddress\":{\"$ref\":\"#/components/schemas/OrderAddress\"},"
+     "\"dropOffAddress\":{\"$ref\":\"#/components/schemas/OrderAddress\"},"
+     "\"driver\":{\"anyOf\":["
+     "{\"$ref\":\"#/components/schemas/OrderDriver\"},"
      "{\"type\":\"null\"}]},"
      "\"shippingFee\":{\"type\":[\"number\",\"null\"]},"
      "\"currency\":{\"type\":[\"string\",\"null\"]},"
@@ -458,29 +493,17 @@ static const char  ngx_platform_tms_schemas[] =
      "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
      "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
     "\"Vehicle\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
-     "\"tenantId\":{\"type\":\"string\"},"
-     "\"countryCode\":{\"type\":\"string\"},"
-     "\"licensePlate\":{\"type\":[\"string\",\"null\"]},"
-     "\"model\":{\"type\":[\"string\",\"null\"]},"
-     "\"manufacturer\":{\"type\":[\"string\",\"null\"]},"
-     "\"type\":{\"type\":[\"string\",\"null\"]},"
-     "\"colour\":{\"type\":[\"string\",\"null\"]},"
-     "\"year\":{\"type\":[\"string\",\"null\"]},"
-     "\"capacity\":{\"type\":[\"string\",\"null\"]},"
-     "\"condition\":{\"type\":[\"string\",\"null\"]},"
-     "\"imageUrl\":{\"type\":[\"string\",\"null\"]},"
-     "\"carrierId\":{\"type\":[\"string\",\"null\"]},"
-     "\"carrierPhoneNumber\":{\"type\":[\"string\",\"null\"]},"
+     NGX_PLATFORM_TMS_VEHICLE_FIELDS ","
      "\"driverUserId\":{\"type\":[\"string\",\"null\"]},"
      "\"driver\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"type\":\"null\"}]},"
-     "\"createdAt\":{\"type\":\"string\",\"format\":\"date-time\"},"
-     "\"updatedAt\":{\"type\":\"string\",\"format\":\"date-time\"}}},"
-    "\"AvailableDriver\":{\"allOf\":["
-     "{\"$ref\":\"#/components/schemas/Driver\"},"
-     "{\"properties\":{\"vehicle\":{\"anyOf\":["
-     "{\"$ref\":\"#/components/schemas/Vehicle\"},{\"type\":\"null\"}]}}}]}"
+     "{\"type\":\"null\"}]}}},"
+    "\"DriverVehicle\":{\"type\":\"object\",\"properties\":{"
+     NGX_PLATFORM_TMS_VEHICLE_FIELDS "}},"
+    "\"AvailableDriver\":{\"type\":\"object\",\"properties\":{"
+     NGX_PLATFORM_TMS_DRIVER_FIELDS ","
+     "\"vehicle\":{\"anyOf\":["
+     "{\"$ref\":\"#/components/schemas/DriverVehicle\"},"
+     "{\"type\":\"null\"}]}}}"
     "}";
 
 
@@ -490,6 +513,7 @@ static const char  ngx_platform_tms_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_tms_delivery_order_doc = {
+    "Get a delivery order",
     ngx_platform_doc_schema("DeliveryOrder"),
     "{\"path\":{\"deliveryOrderUuid\":"
     "\"a1000000-0000-4000-8000-000000000001\"}}",
@@ -498,8 +522,9 @@ static ngx_platform_doc_t  ngx_platform_tms_delivery_order_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_tms_vehicle_doc = {
+    "Update a vehicle",
     ngx_platform_doc_schema("Vehicle"),
-    "{\"path\":{\"id\":\"31000000-0000-4000-8000-000000000004\"},"
+    "{\"path\":{\"uuid\":\"31000000-0000-4000-8000-000000000004\"},"
     "\"body\":{\"colour\":\"blue\",\"year\":\"2021\","
     "\"capacity\":\"1450.5\",\"assignDriver\":true,"
     "\"driverUserId\":\"user-demo-driver-5\"}}",
@@ -508,6 +533,7 @@ static ngx_platform_doc_t  ngx_platform_tms_vehicle_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_tms_drivers_doc = {
+    "List the available drivers",
     ngx_platform_doc_list("AvailableDriver"),
     "{\"query\":{\"vehicleType\":\"VAN\"}}",
     NULL, 0, NULL
@@ -515,7 +541,8 @@ static ngx_platform_doc_t  ngx_platform_tms_drivers_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_tms_assign_doc = {
-    "{\"type\":\"object\"}",
+    "Assign a delivery order to a driver",
+    "{\"type\":\"object\",\"additionalProperties\":false}",
     "{\"path\":{\"deliveryOrderUuid\":"
     "\"a1000000-0000-4000-8000-000000000001\","
     "\"driverId\":\"d1000000-0000-4000-8000-000000000005\"},"
@@ -534,7 +561,7 @@ static ngx_platform_endpoint_t  ngx_platform_tms_endpoints[] = {
       &ngx_platform_tms_delivery_order, NULL,
       &ngx_platform_tms_delivery_order_doc },
 
-    { NGX_HTTP_PUT, "/tms/vehicles/{uuid}",
+    { NGX_HTTP_PUT, "/tms/vehicles/{uuid:uuid}",
       NGX_PLATFORM_AUTH_BEARER|NGX_PLATFORM_AUTH_TENANT,
       NGX_PLATFORM_IN_TENANT|NGX_PLATFORM_IN_COUNTRY,
       NULL, ngx_platform_tms_vehicle_body,

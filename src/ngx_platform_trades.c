@@ -68,6 +68,7 @@ static const char  ngx_platform_trades_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_trades_flows_doc = {
+    "List the trade process flows",
     ngx_platform_doc_list("TradeFlow"),
     "{\"query\":{\"name\":\"export\"}}",
     NULL, 0, NULL

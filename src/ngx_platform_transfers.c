@@ -103,6 +103,7 @@ static const char  ngx_platform_transfers_schemas[] =
  */
 
 static ngx_platform_doc_t  ngx_platform_transfers_list_doc = {
+    "List the bank transfers, a page at a time",
     ngx_platform_doc_list("BankTransfer"),
     "{\"query\":{\"PageNumber\":1,\"PageSize\":5}}",
     NULL, 0, NULL

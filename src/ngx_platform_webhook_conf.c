@@ -52,6 +52,7 @@ static void ngx_platform_webhooks_log_mixed(ngx_conf_t *cf,
     ngx_platform_webhook_use_t *a, ngx_platform_webhook_use_t *b);
 static ngx_uint_t ngx_platform_webhooks_shadowed(ngx_array_t *locations,
     ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep);
+static size_t ngx_platform_webhooks_literal_len(ngx_platform_endpoint_t *ep);
 static ngx_array_t *ngx_platform_webhooks_route_names(
     ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep);
 static void ngx_platform_webhooks_warn_unnamed(ngx_conf_t *cf,
@@ -494,16 +495,12 @@ static ngx_uint_t
 ngx_platform_webhooks_shadowed(ngx_array_t *locations,
     ngx_platform_webhook_location_t *loc, ngx_platform_endpoint_t *ep)
 {
-    char                             *capture;
     size_t                            len;
     ngx_uint_t                        i;
     ngx_http_core_loc_conf_t         *other;
     ngx_platform_webhook_location_t  *all;
 
-    capture = ngx_strchr(ep->pattern, '{');
-    len = capture ? (size_t) (capture - ep->pattern)
-                  : ngx_strlen(ep->pattern);
-
+    len = ngx_platform_webhooks_literal_len(ep);
     all = locations->elts;
 
     for (i = 0; i < locations->nelts; i++) {
@@ -529,6 +526,20 @@ ngx_platform_webhooks_shadowed(ngx_array_t *locations,
     }
 
     return 0;
+}
+
+
+/* the length of a route's literal start, before its first capture */
+
+static size_t
+ngx_platform_webhooks_literal_len(ngx_platform_endpoint_t *ep)
+{
+    char  *capture;
+
+    capture = ngx_strchr(ep->pattern, '{');
+
+    return capture ? (size_t) (capture - ep->pattern)
+                   : ngx_strlen(ep->pattern);
 }
 
 
@@ -586,8 +597,7 @@ static ngx_uint_t
 ngx_platform_webhooks_serves(ngx_http_core_loc_conf_t *clcf,
     ngx_platform_endpoint_t *ep)
 {
-    char    *capture;
-    size_t   len;
+    size_t  len;
 
 #if (NGX_PCRE)
     if (clcf->regex) {
@@ -599,11 +609,7 @@ ngx_platform_webhooks_serves(ngx_http_core_loc_conf_t *clcf,
         return 1;
     }
 
-    capture = ngx_strchr(ep->pattern, '{');
-    len = capture ? (size_t) (capture - ep->pattern)
-                  : ngx_strlen(ep->pattern);
-
-    len = ngx_min(len, clcf->name.len);
+    len = ngx_min(ngx_platform_webhooks_literal_len(ep), clcf->name.len);
 
     return ngx_filename_cmp((u_char *) ep->pattern, clcf->name.data, len)
            == 0;

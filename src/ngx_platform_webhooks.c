@@ -191,9 +191,18 @@ static ngx_platform_field_t  ngx_platform_webhooks_body[] = {
 
 static const char  ngx_platform_webhooks_schemas[] =
     "{"
-    "\"WebhookReceipt\":{\"type\":\"object\",\"properties\":{"
-     "\"id\":{\"type\":\"integer\"},"
-     "\"duplicate\":{\"type\":\"boolean\"}}}"
+    "\"WebhookReceipt\":{\"oneOf\":["
+     "{\"$ref\":\"#/components/schemas/WebhookStored\"},"
+     "{\"$ref\":\"#/components/schemas/WebhookDuplicate\"}]},"
+    "\"WebhookStored\":{\"type\":\"object\",\"description\":\"A new "
+     "event, stored (message: Event received.).\",\"properties\":{"
+     "\"id\":{\"type\":\"integer\",\"description\":\"The stored "
+     "row's id.\"},"
+     "\"duplicate\":{\"const\":false}}},"
+    "\"WebhookDuplicate\":{\"type\":\"object\",\"description\":\"An "
+     "event stored before, not stored again (message: Event already "
+     "received.).\",\"properties\":{"
+     "\"duplicate\":{\"const\":true}}}"
     "}";
 
 
@@ -240,6 +249,7 @@ static ngx_platform_doc_answer_t  ngx_platform_webhooks_payment_answers[] = {
 
 
 static ngx_platform_doc_t  ngx_platform_webhooks_keyed_source_doc = {
+    "Receive a source's event (with an API key)",
     ngx_platform_doc_schema("WebhookReceipt"),
     "{\"path\":{\"source\":\"source-a\"},"
     "\"body\":{\"id\":\"evt_demo_1\",\"type\":\"order.paid\"}}",
@@ -248,6 +258,7 @@ static ngx_platform_doc_t  ngx_platform_webhooks_keyed_source_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_webhooks_public_source_doc = {
+    "Receive a source's event",
     ngx_platform_doc_schema("WebhookReceipt"),
     "{\"path\":{\"source\":\"source-b\"},"
     "\"body\":{\"eventId\":\"b-1\",\"status\":\"ok\"}}",
@@ -256,6 +267,7 @@ static ngx_platform_doc_t  ngx_platform_webhooks_public_source_doc = {
 
 
 static ngx_platform_doc_t  ngx_platform_webhooks_payment_doc = {
+    "Receive a payment method's event",
     ngx_platform_doc_schema("WebhookReceipt"),
     "{\"path\":{\"paymentmethod\":\"card\"},"
     "\"body\":{\"reference\":\"T-1001\",\"status\":\"success\"}}",

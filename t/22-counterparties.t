@@ -363,8 +363,9 @@ for my $case ([ put("{\n  \"id\": \"$A{1}\",\n  \"bankName\": }", raw => 1),
 $r = put('{"id": ', raw => 1, headers => \%fr);
 is($r->{json}{message}, "Le corps de la requête n'est pas un JSON valide.",
    'fr: malformed JSON');
-like($r->{json}{errors}[0], qr/^Malformed JSON at line 1, column \d+/,
-     'fr: malformed JSON: where');
+like($r->{json}{errors}[0],
+     qr/^JSON mal formé à la ligne 1, colonne \d+ : élément inattendu à la fin du texte/,
+     'fr: malformed JSON: where and why, in French');
 
 for my $op (\&put, \&post) {
     envelope_error($op->('[]', raw => 1), 400,
@@ -653,11 +654,11 @@ ok_data(post({ name => 'Grain suppliers' },
 
 for my $case ([ { members => [] }, 'name is required.', 'name est requis.' ],
               [ { name => undef }, 'name is required.', 'name est requis.' ],
-              [ { name => '' }, 'name must be at least 1 characters long.',
-                'name doit compter au moins 1 caractères.' ],
+              [ { name => '' }, 'name must be at least 1 character long.',
+                'name doit compter au moins 1 caractère.' ],
               [ { name => "   \t\r\n " },
-                'name must be at least 1 characters long.',
-                'name doit compter au moins 1 caractères.' ],
+                'name must be at least 1 character long.',
+                'name doit compter au moins 1 caractère.' ],
               [ { name => 'x' x 201 },
                 'name must be at most 200 characters long.',
                 'name doit compter au plus 200 caractères.' ],

@@ -351,8 +351,8 @@ my $bad_char = "fileName must not contain '/', '\\', control characters or "
                . 'bidirectional formatting characters.';
 
 my @names = (
-    [ '', 'fileName must be at least 1 characters long.',
-      'fileName doit compter au moins 1 caractères.' ],
+    [ '', 'fileName must be at least 1 character long.',
+      'fileName doit compter au moins 1 caractère.' ],
     [ 'a' x 256, 'fileName must be at most 255 characters long.',
       'fileName doit compter au plus 255 caractères.' ],
     [ 'é' x 256, 'fileName must be at most 255 characters long.' ],

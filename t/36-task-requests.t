@@ -288,7 +288,7 @@ error_is(assign($T{7}, '[]'), 400, 'The request body must be a JSON object.',
          'Expected a JSON object.', 'a body that is not an object');
 $r = assign($T{7}, undef);
 error_is($r, 400, 'The request body is not valid JSON.',
-         "Malformed JSON at line 1, column 0: '[' or '{' expected near end "
+         "Malformed JSON at line 1, column 0: unexpected token near end "
          . "of file", 'no body');
 error_is(assign($T{7}, good_assign(),
                 headers => { 'Content-Type' => 'application/xml' }),

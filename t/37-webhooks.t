@@ -455,9 +455,9 @@ my $before = rows();
 
 my @bad = (
     [ '[{"id":"a"}]', 'The request body must be a JSON object.', 'an array' ],
-    [ '42', 'The request body is not valid JSON.', 'a number' ],
-    [ '"evt"', 'The request body is not valid JSON.', 'a string' ],
-    [ 'null', 'The request body is not valid JSON.', 'null' ],
+    [ '42', 'The request body must be a JSON object.', 'a number' ],
+    [ '"evt"', 'The request body must be a JSON object.', 'a string' ],
+    [ 'null', 'The request body must be a JSON object.', 'null' ],
     [ '{"id":"a",', 'The request body is not valid JSON.', 'malformed' ],
     [ '{"id":"a","id":"b"}', 'The request body is not valid JSON.',
       'a duplicate member' ],

@@ -301,7 +301,7 @@ envelope_error(verify({ rc_number => 1001 }), 400, $bad_request,
 envelope_error(verify({ companyNumber => [] }), 400, $bad_request,
                'companyNumber must be a string.', 'companyNumber an array');
 envelope_error(verify({ rc_number => "  \t " }), 400, $bad_request,
-               'rc_number must be at least 1 characters long.',
+               'rc_number must be at least 1 character long.',
                'rc_number blank');
 envelope_error(verify({ rc_number => 'R' x 65 }), 400, $bad_request,
                'rc_number must be at most 64 characters long.',

@@ -2,13 +2,17 @@
 
 # platform_openapi: the OpenAPI 3.1 document, fetched from nginx with the
 # locations of conf/platform.conf. It validates with a real OpenAPI 3.1
-# validator (@seriousme/openapi-schema-validator, from npm, installed by
-# the test under .dev/); every route of the module's endpoint tables (read
+# validator (@seriousme/openapi-schema-validator, from npm, installed
+# under .dev/ by t/openapi/install); every route of the module's endpoint tables (read
 # from src/*.c) is in it and nothing else; every operation in it, run with
 # its own examples on the demo data, answers its documented success, and
-# that answer's body validates against the documented schema. GET, HEAD,
-# other methods 405; servers from the Host; built when the configuration
-# loads, again on a reload.
+# that answer's body validates strictly against the documented schema
+# (every key required, no other, null only where the type allows it).
+# The statuses each operation documents, derived from its row; a summary
+# on each; tags, license, no unused component. GET, HEAD, other methods
+# 405; servers from platform_openapi_server, never from the Host, and
+# nginx -t refusing bad values; built when the configuration loads, again
+# on a reload.
 
 use strict;
 use warnings;
@@ -74,6 +78,11 @@ $t->run(<<"EOF");
         }
 
         location = /health { platform_health; }
+
+        location = /behind-proxy/openapi.json {
+            platform_openapi;
+            platform_openapi_server https://api.example.com/platform/;
+        }
     }
 
     server {
@@ -104,31 +113,33 @@ my $doc = $r->{json};
 ok($doc, 'GET: a JSON document') or BAIL_OUT('no document: '
                                              . substr($r->{content}, 0, 300));
 is($doc->{openapi}, '3.1.0', 'openapi 3.1.0');
-is_deeply($doc->{servers}, [ { url => 'http://127.0.0.1:' . $t->port . '/' } ],
-          'servers: the scheme and Host of the request');
+is_deeply($doc->{servers}, [ { url => '/' } ],
+          'servers: relative by default, the host the document came from');
 
+# the Host header is the client's: never written into the document
 my $again = $t->parse_response($t->raw_request(
-    "GET /openapi.json HTTP/1.0\r\nHost: api.example.com:8443\r\n\r\n"));
-is_deeply($again->{json}{servers},
-          [ { url => 'http://api.example.com:8443/' } ],
-          'servers: another Host');
-my %rest = %{ $again->{json} };
+    "GET /openapi.json HTTP/1.0\r\nHost: evil.example.net:8443\r\n\r\n"));
+is($again->{content}, $r->{content}, 'another Host: the same document');
+
+my $raw = $t->parse_response($t->raw_request(
+    "GET /openapi.json HTTP/1.0\r\n\r\n"));
+is($raw->{content}, $r->{content}, 'no Host: the same document');
+
+my $proxied = $t->request('GET', '/behind-proxy/openapi.json');
+is_deeply($proxied->{json}{servers},
+          [ { url => 'https://api.example.com/platform' } ],
+          'platform_openapi_server: its URL, the trailing slash dropped');
+my %rest = %{ $proxied->{json} };
 delete $rest{servers};
 my %first = %$doc;
 delete $first{servers};
 is_deeply(\%rest, \%first, 'the same document otherwise');
 
-my $raw = $t->parse_response($t->raw_request(
-    "GET /openapi.json HTTP/1.0\r\n\r\n"));
-is_deeply(decode_json($raw->{content})->{servers}, [ { url => '/' } ],
-          'servers: relative without a Host');
-
 $r = $t->request('HEAD', '/openapi.json');
 is($r->{status}, 200, 'HEAD: 200');
 is($r->{content}, '', 'HEAD: no body');
-is($r->{headers}{'content-length'}, length($again->{content})
-   - length('http://api.example.com:8443') + length('http://127.0.0.1:')
-   + length($t->port), 'HEAD: the GET\'s length');
+is($r->{headers}{'content-length'}, length($again->{content}),
+   'HEAD: the GET\'s length');
 
 for my $method (qw(POST PUT DELETE PATCH)) {
     $r = $t->request($method, '/openapi.json', body => '{}');
@@ -148,9 +159,8 @@ is($reloaded->{content}, $again->{content}, 'the same document after a reload');
 ### a real OpenAPI 3.1 validator
 
 # installed once under .dev/ from the committed lock file, again when the
-# lock changes
-my $dir = "$top/.dev/openapi-validator";
-my $lock = "$top/t/openapi/package-lock.json";
+# lock changes (t/openapi/install; t/79-openapi-client.t shares it)
+my $dir = "$top/.dev/openapi-tools";
 
 sub slurp {
     my ($file) = @_;
@@ -159,30 +169,12 @@ sub slurp {
     return <$fh>;
 }
 
-if ((slurp("$dir/package-lock.json") // '') ne slurp($lock)
-    || !-d "$dir/node_modules/\@seriousme/openapi-schema-validator")
-{
-    system('rm', '-rf', "$dir.new");
-    mkdir "$top/.dev";
-    mkdir "$dir.new" or die "$dir.new: $!";
-    copy("$top/t/openapi/package.json", "$dir.new/package.json") or die $!;
-    copy($lock, "$dir.new/package-lock.json") or die $!;
-    # the system's certificate authorities as well as Node's own, for a
-    # registry reached through a proxy that the system trusts; a second
-    # try for a network that dropped a request
-    my $ca = '/etc/ssl/certs/ca-certificates.crt';
-    local %ENV = %ENV;
-    $ENV{NODE_EXTRA_CA_CERTS} //= $ca if -r $ca;
-    my $npm = "cd '$dir.new' && npm ci --no-audit --no-fund"
-              . " --loglevel=error 2>&1";
-    my $out = `$npm`;
-    $out = `$npm` if $?;
-    is($?, 0, 'npm ci of the validator') or diag($out);
-    system('rm', '-rf', $dir);
-    rename "$dir.new", $dir or die "$dir: $!";
-}
+my $out = `'$top/t/openapi/install' '$dir' 2>&1`;
+is($?, 0, 'the npm packages installed') or diag($out);
 
-copy("$top/t/openapi/validate.mjs", "$dir/validate.mjs") or die $!;
+# run from the test's directory, the packages linked there
+copy("$top/t/openapi/validate.mjs", $t->testdir . '/validate.mjs') or die $!;
+symlink("$dir/node_modules", $t->testdir . '/node_modules') or die $!;
 
 my $docfile = $t->testdir . '/openapi.json';
 open my $fh, '>:raw', $docfile or die $!;
@@ -199,7 +191,7 @@ sub validate {
         close $a;
         $args .= " '$afile'";
     }
-    my $out = `node '$dir/validate.mjs' $args 2>&1`;
+    my $out = `node '${\ $t->testdir}/validate.mjs' $args 2>&1`;
     my $report = eval { decode_json($out) };
     diag($out) unless $report;
     return $report // { valid => 0, errors => [ $out ], answers => [] };
@@ -240,8 +232,8 @@ for my $file (glob("$top/src/*.c")) {
         my ($m, $lits) = (lc $1, $2);
         my $pattern = join '', $lits =~ /"([^"]*)"/g;
         next if $pattern eq '*';
-        (my $path = $pattern) =~ s/\{(?:uuid|string):([^}]+)\}/{$1}/g;
-        $path =~ s/\{(?:uuid|string)\}/{id}/g;
+        (my $path = $pattern)
+            =~ s/\{(?:uuid|string)(?::([^}]+))?\}/'{' . ($1 \/\/ 'id') . '}'/ge;
         $module{"$m $path"} = 1;
     }
 }
@@ -377,6 +369,115 @@ for my $a (@{ $report->{answers} }) {
         or diag(explain($a->{errors}));
 }
 
+# the check is strict: a key missing, a null where the type has none, a
+# member the document does not describe, each fails, at any depth
+
+sub broken {
+    my ($name, $change) = @_;
+    my ($a) = grep { $_->{name} eq $name } @answers;
+    return () unless $a;
+    my $body = decode_json(encode_json($a->{body}));
+    my $what = $change->($body);
+    return { %$a, name => "$name, $what", body => $body };
+}
+
+my $order = 'get /tms/delivery-orders/{deliveryOrderUuid}';
+my $sale = 'patch /sales/transactions';
+my @broken = (
+    broken($order, sub { delete $_[0]{data}{orderNumber};
+                         'data.orderNumber missing' }),
+    broken($order, sub { $_[0]{data}{createdAt} = undef;
+                         'data.createdAt null' }),
+    broken($order, sub { $_[0]{data}{colour} = 'red';
+                         'data.colour, a member not described' }),
+    broken($order, sub { delete $_[0]{data}{pickupAddress}{city};
+                         'data.pickupAddress.city missing' }),
+    broken($order, sub { delete $_[0]{errors}; 'errors missing' }),
+    broken($sale, sub { delete $_[0]{data}{sale}{saleTransaction}{amount};
+                        'data.sale.saleTransaction.amount missing' }),
+    broken($sale, sub { $_[0]{data}{sale}{tenantId} = undef;
+                        'data.sale.tenantId null' }),
+    broken($sale, sub { $_[0]{data}{seller}{wallet}{pin} = '0000';
+                        'data.seller.wallet.pin, a member not described' }),
+);
+is(scalar @broken, 8, 'answers broken on purpose');
+
+$report = validate($docfile, \@broken);
+is(scalar @{ $report->{answers} }, scalar @broken, 'broken answers checked');
+for my $a (@{ $report->{answers} }) {
+    ok(!$a->{valid}, "$a->{name}: refused");
+}
+
+### what each operation documents
+
+my %envelope = (map({ $_ => 'EnvelopeAError' }
+                    qw(persons transfers invoices counterparties identity)),
+                sales => 'SalesError');
+
+for my $o (grep { $_->[0] ne 'head' } @ops) {
+    my ($m, $path, $op) = @$o;
+    my $name = "$m $path";
+    my $res = $op->{responses};
+
+    ok(length($op->{summary} // ''), "$name: a summary");
+
+    # derived from the row: any location may be rate limited; every
+    # family here has a backend; credentials, bodies, versions
+    my @expected = (200, 429, 500, 503);
+    push @expected, 401 if @{ $op->{security} };
+    push @expected, 400, 413, 415
+        if $op->{requestBody}{content}{'application/json'}{schema};
+    push @expected, 404 if $path =~ /\{version\}/;
+    for my $status (@expected) {
+        ok($res->{$status}, "$name: $status documented");
+    }
+
+    my $error = $envelope{ $op->{tags}[0] } // 'EnvelopeBError';
+    my @refs = map { $res->{$_}{content}{'application/json'}{schema}{'$ref'}
+                     // '(none)' }
+               grep { $_ >= 400 } sort keys %$res;
+    is_deeply([ grep { $_ ne "#/components/schemas/$error" } @refs ], [],
+              "$name: every error in $error");
+
+    my $body = $op->{requestBody}{content}{'application/json'}{schema};
+    if ($body && !$body->{properties}) {
+        ok($body->{additionalProperties}, "$name: a body of any members");
+    }
+}
+
+ok($doc->{info}{license}{name} && $doc->{info}{license}{identifier},
+   'info.license');
+
+my %tags = map { $_->{name} => 1 } @{ $doc->{tags} };
+is_deeply([ grep { !$tags{ $_->[2]{tags}[0] } } @ops ], [],
+          'every tag declared');
+
+# no unused components: those the operations refer to, and so on
+my (%used, @pending);
+my $refs;
+$refs = sub {
+    my ($node) = @_;
+    if (ref $node eq 'HASH') {
+        push @pending, $node->{'$ref'} if defined $node->{'$ref'};
+        $refs->($_) for values %$node;
+    } elsif (ref $node eq 'ARRAY') {
+        $refs->($_) for @$node;
+    }
+};
+$refs->($doc->{paths});
+while (defined(my $ref = shift @pending)) {
+    next if $used{$ref}++;
+    $refs->(resolve({ '$ref' => $ref }));
+}
+my @components = map { my $kind = $_;
+                       map { "#/components/$kind/$_" }
+                       keys %{ $doc->{components}{$kind} } }
+                 qw(schemas parameters headers);
+is_deeply([ sort grep { !$used{$_} } @components ], [],
+          'no unused component');
+is_deeply([ sort grep { !resolve({ '$ref' => $_ }) } keys %used ], [],
+          'no reference to nothing');
+
 ### error answers: examples as the module writes them
 
 my %tms = (tenantId => 'tenant-demo', countryCode => 'NG');
@@ -399,6 +500,58 @@ ok((grep { $canon->encode($_->{value}) eq $canon->encode($r->{json}) }
     values %$examples),
    'a 409 of the statement\'s outcomes is documented as answered')
     or diag($r->{content});
+
+### platform_openapi_server: what nginx -t accepts, refuses, and why
+
+sub server_conf {
+    my ($url) = @_;
+    return <<"EOF";
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location = /openapi.json {
+            platform_openapi;
+            platform_openapi_server $url;
+        }
+    }
+EOF
+}
+
+for my $url ('/', '/platform', 'http://127.0.0.1:8080',
+             'https://api.example.com/v%C3%A9/', '"https://[::1]:8443"')
+{
+    ok($t->check_config(server_conf($url))->{ok}, "server $url: accepted");
+}
+
+for my $case (
+    [ '""', qr/platform_openapi_server "" is empty/ ],
+    [ 'api.example.com', qr/is neither a path beginning with "\/" nor an/ ],
+    [ 'ftp://api.example.com', qr/nor an http:\/\/ or https:\/\/ URL/ ],
+    [ '//api.example.com', qr/begins with "\/\/": write the scheme/ ],
+    [ 'https://', qr/"https:\/\/" has no host/ ],
+    [ 'https:///platform', qr/has no host/ ],
+    [ '"https://api.example.com/a b"', qr/a space, .*percent-encode it/ ],
+    [ '"https://api.example.com/\\"x"', qr/percent-encode it/ ],
+    [ "\"https://api.example.com/v\xc3\xa9\"", qr/non-ASCII .*percent-encode/ ],
+    [ 'https://api.example.com/?v=1', qr/has a query or a fragment/ ],
+    [ '"https://api.example.com/#top"', qr/has a query or a fragment/ ],
+    [ '"https://{host}"', qr/names a server variable/ ],
+    [ 'https://api.example.com/%zz', qr/not followed by two hexadecimal/ ],
+) {
+    $t->config_refused(server_conf($case->[0]), $case->[1],
+                       "server $case->[0]");
+}
+
+$t->config_refused(<<'EOF', qr/"platform_openapi_server" directive is duplicate/,
+    server {
+        listen 127.0.0.1:%%PORT%%;
+        location = /openapi.json {
+            platform_openapi;
+            platform_openapi_server /a;
+            platform_openapi_server /b;
+        }
+    }
+EOF
+                   'server given twice');
 
 $t->done;
 done_testing;

@@ -2,7 +2,9 @@
 
 # Fair use of a worker's PostgreSQL pool: a tenant whose statements hold
 # its share of the pipeline slots and of the queue (platform_pg_tenant_share)
-# gets 429 while another tenant's requests are all served, at once; a
+# gets 429 while another tenant's requests are all served, at once; two
+# tenants that fill the queue make room in it for a third (the newest of
+# one of them is pushed out, 429), where before the third got 503; a
 # write waiting on a row lock ends at platform_pg_lock_timeout (503) and
 # does not hold up a read pipelined behind it on the same connection;
 # nginx -t refuses a share that is not a percentage.
@@ -133,6 +135,40 @@ if (@limited) {
 ok($t->wait_until(sub {
     $t->request('GET', $a_path, headers => \%a)->{status} == 200 }, 5),
    'tenant A served again once its statements ended');
+
+### two tenants fill the queue; a third still gets a place in it
+
+# A and C each hold their slot and their two places: the queue is full.
+# B's statement takes the place of the newest of one of them, which is
+# refused 429; without that B would be 503 until A or C let go.
+
+my %c = (tenantId => 'share-c', countryCode => 'NG');
+
+$lock = $t->hold_lock('delivery_orders', 4);
+
+my @hac = map {
+    $t->request_async('GET', $a_path, headers => $_, timeout => 20)
+} (\%a, \%c) x 3;
+
+ok($t->wait_until(sub { $t->psql($waiting) >= 2 }, 3),
+   'the statements of A and C wait');
+Time::HiRes::sleep(0.5);
+
+my $rb = $t->request('GET', $b_path, headers => \%b, timeout => 20);
+my @rac = map { $_->wait(timeout => 30) } @hac;
+$lock->wait;
+
+is($rb->{status}, 200, 'tenant B: served, not refused by the full queue')
+    or diag("$rb->{status} $rb->{content}");
+my @pushed = grep { $_->{status} == 429 } @rac;
+is(scalar @pushed, 1, 'one statement of A or C pushed out of the queue')
+    or diag(explain [ map { $_->{status} } @rac ]);
+ok(!grep({ $_->{time} > 2 } @pushed), 'and refused at once');
+is(scalar(grep { $_->{status} == 200 || $_->{status} == 404 } @rac), 5,
+   'the other five served once the lock went (A 200, C 404)')
+    or diag(explain [ map { $_->{status} } @rac ]);
+like($t->error_log, qr/PostgreSQL share of "share-[ac]" in use, statement "[^"]+" pushed out of the full queue/,
+     'the push-out is logged, naming the tenant');
 
 ### a write waiting on a row lock does not hold up a read behind it
 

@@ -7,7 +7,11 @@
 // which checks it against the OpenAPI 3.1 schema and resolves its $refs.
 // ANSWERS, when given, is a JSON array of {name, pointer, body}: each
 // body is validated (JSON Schema 2020-12, Ajv) against the schema at
-// pointer, a JSON pointer into the document. Prints a JSON report.
+// pointer, a JSON pointer into the document, strictly: an object schema
+// that does not say what other members it allows allows none
+// (unevaluatedProperties: false), so that a member the document does not
+// describe fails as a missing required one or a wrong null does. Prints
+// a JSON report.
 
 import { readFileSync } from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
@@ -31,7 +35,7 @@ if (answersFile) {
     const ajv = new Ajv2020({ strict: false, allErrors: true });
     addFormats(ajv);
     const id = "https://platform.invalid/openapi.json";
-    ajv.addSchema({ ...doc, $id: id });
+    ajv.addSchema({ ...closed(structuredClone(doc)), $id: id });
 
     for (const a of JSON.parse(readFileSync(answersFile, "utf8"))) {
         const check = ajv.compile({ $ref: id + "#" + a.pointer });
@@ -42,3 +46,20 @@ if (answersFile) {
 }
 
 console.log(JSON.stringify(report));
+
+// every object schema with properties and no word on other members: none
+function closed(node) {
+    if (Array.isArray(node)) {
+        node.forEach(closed);
+    } else if (node && typeof node === "object") {
+        const type = [].concat(node.type);
+        if (type.includes("object") && node.properties
+            && !("additionalProperties" in node)
+            && !("unevaluatedProperties" in node))
+        {
+            node.unevaluatedProperties = false;
+        }
+        Object.values(node).forEach(closed);
+    }
+    return node;
+}
