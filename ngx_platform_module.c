@@ -189,6 +189,13 @@ static ngx_command_t  ngx_platform_commands[] = {
       offsetof(ngx_platform_main_conf_t, pg_prepare),
       NULL },
 
+    { ngx_string("platform_pg_coalesce"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_platform_main_conf_t, pg_coalesce),
+      NULL },
+
     { ngx_string("platform_pg_row_security"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
       ngx_conf_set_flag_slot,
@@ -669,6 +676,7 @@ ngx_platform_create_main_conf(ngx_conf_t *cf)
     pmcf->pg_lock_timeout = NGX_CONF_UNSET_MSEC;
     pmcf->pg_row_security = NGX_CONF_UNSET;
     pmcf->pg_prepare = NGX_CONF_UNSET;
+    pmcf->pg_coalesce = NGX_CONF_UNSET;
     pmcf->redis_db = NGX_CONF_UNSET;
     pmcf->redis_wait_replicas = NGX_CONF_UNSET;
     pmcf->redis_connect_timeout = NGX_CONF_UNSET_MSEC;
@@ -699,6 +707,7 @@ ngx_platform_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_conf_init_msec_value(pmcf->pg_lock_timeout, 500);
     ngx_conf_init_value(pmcf->pg_row_security, 1);
     ngx_conf_init_value(pmcf->pg_prepare, 1);
+    ngx_conf_init_value(pmcf->pg_coalesce, 1);
     ngx_conf_init_value(pmcf->redis_db, 0);
     ngx_conf_init_msec_value(pmcf->redis_connect_timeout, 1000);
     ngx_conf_init_msec_value(pmcf->redis_timeout, 1000);

@@ -230,6 +230,7 @@ typedef struct {
     ngx_platform_pg_options_t *pg_read_options; /* pg_read_conninfo, parsed */
     ngx_flag_t                 pg_row_security;
     ngx_flag_t                 pg_prepare;       /* off: unnamed statements */
+    ngx_flag_t                 pg_coalesce;      /* reads share sync points */
 
     /* Redis */
     ngx_str_t                  redis_addr;       /* host:port, unix:/path */

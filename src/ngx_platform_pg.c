@@ -7,10 +7,11 @@
  * pipeline mode for the life of the connection. An operation (one
  * statement, with the scope of its request before it when row-level
  * security is on) is sent as its prepares, if the connection has not
- * prepared them yet, its executes and one sync point of its own, so an
- * error aborts that operation only. A connection has up to
- * platform_pg_pipeline_depth operations in flight; their results come
- * back in order and are matched to the queue of operations in flight.
+ * prepared them yet, its executes and one sync point of its own (reads
+ * may share one, see below), so an error aborts that operation only. A
+ * connection has up to platform_pg_pipeline_depth operations in flight;
+ * their results come back in order and are matched to the queue of
+ * operations in flight.
  *
  * A new operation goes to the least loaded connection. One whose oldest
  * operation has waited for long (a lock wait, a slow statement) is
@@ -47,6 +48,54 @@
  * An optional read pool (platform_pg_read, typically replicas) takes
  * the operations a caller marks as reads; whatever it cannot take, or
  * loses with its connection, runs on the primary instead.
+ *
+ * Reads share sync points (platform_pg_coalesce): a read sent on a
+ * connection gets no sync point of its own, and the reads sent after it
+ * in the same pass of the event loop join its segment, until the flush
+ * posted for that pass, or an operation that is not such a read, closes
+ * it with one sync point. PostgreSQL then ends one implicit transaction,
+ * and writes and wakes once, for the segment instead of for each read:
+ * that is most of a small read's cost on the server. Nothing waits for a
+ * segment to fill: it takes what the pass brought, and the flush goes
+ * when it went without sharing. Reads join a segment only when no
+ * connection is idle and the pool may not grow, so that while it has
+ * room they spread over connections as before and a slow read holds up
+ * no other. Writes never share one: each keeps its own sync point, its
+ * own transaction.
+ *
+ * One segment is one implicit transaction, which decides the rest:
+ *
+ * - A setting local to the transaction lasts until the sync point, so
+ *   each read sets its scope (its tenant, with platform_pg_prepare off
+ *   the session's settings) right before its statement, as alone, and
+ *   a tenant's statement never runs under another's: a read of no
+ *   tenant sets the empty scope, which sees no tenant's rows, what a
+ *   connection's session holds once a transaction's scope has ended.
+ *   A read whose scope is the one the read before it in the segment
+ *   set does not set it again. An unscoped statement reads no table
+ *   under row-level security: the scope it runs under does not matter.
+ *
+ * - An error aborts the rest of the segment: the reads after the
+ *   failing one get PGRES_PIPELINE_ABORTED. Each is sent again alone,
+ *   with a sync point of its own, at the sync point's arrival, so that a
+ *   failing statement fails only its own caller; an orphan among them is
+ *   dropped. We chose that over a savepoint around each read: two more
+ *   commands for every read, paid always, against a retry paid only
+ *   when a read fails, which a read seldom does.
+ *
+ * - A prepare in a segment could be aborted by another read's error,
+ *   and the reads sent after it, counting on it, would then fail: a
+ *   read that needs a prepare is sent alone, with its own sync point;
+ *   the reads after it may share, which is every read but the first of
+ *   a statement on a connection.
+ *
+ * - Behind a pooler in transaction mode (platform_pg_prepare off) a
+ *   segment is one transaction there too, handed to one server.
+ *
+ * Each read of a segment is an operation as any other: it takes a slot
+ * of its connection's depth, counts against its owner's shares, waits
+ * in the queue, is orphaned, and fails or moves to the primary with a
+ * lost connection, as without sharing.
  *
  * The transport knows nothing of HTTP: an operation belongs to a
  * caller's pool and reports to a handler with the caller's data. When
@@ -98,6 +147,10 @@ typedef struct {
 
     ngx_event_t                  timer;      /* connect, statement, idle */
     ngx_event_t                  flush;      /* posted after sends */
+
+    ngx_platform_pg_op_t        *open;       /* the last read sent, unsynced */
+    ngx_platform_pg_op_t        *reading;    /* whose results come; or head */
+    ngx_uint_t                   nopen;      /* reads in the open segment */
 
     ngx_uint_t                   nprepared;
     ngx_platform_pg_stmt_t      *prepared[NGX_PLATFORM_PG_MAX_PREPARED];
@@ -172,6 +225,9 @@ struct ngx_platform_pg_op_s {
     unsigned                     waiting:1;
     unsigned                     pushed_out:1;  /* refused, being told */
     unsigned                     read:1;     /* may run on the read pool */
+    unsigned                     sync:1;     /* a sync point follows it */
+    unsigned                     aborted:1;  /* an earlier error skipped it */
+    unsigned                     alone:1;    /* shares no sync point */
 };
 
 
@@ -228,6 +284,8 @@ static ngx_int_t ngx_platform_pg_place(ngx_platform_pg_pool_t *pool,
 static ngx_uint_t ngx_platform_pg_may_run(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op);
+static ngx_platform_pg_conn_t *ngx_platform_pg_pick_open(
+    ngx_platform_pg_pool_t *pool);
 static ngx_uint_t ngx_platform_pg_queue_room(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_owner_t *owner);
 static void ngx_platform_pg_push_out(ngx_platform_pg_op_t *op);
@@ -264,6 +322,11 @@ static void ngx_platform_pg_send(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static ngx_int_t ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
+static ngx_uint_t ngx_platform_pg_shares(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *op);
+static ngx_uint_t ngx_platform_pg_same_prefix(ngx_platform_pg_op_t *prev,
+    ngx_platform_pg_op_t *op);
+static ngx_int_t ngx_platform_pg_sync(ngx_platform_pg_conn_t *pc);
 static ngx_int_t ngx_platform_pg_send_prepares(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op);
 static int ngx_platform_pg_send_call(ngx_platform_pg_conn_t *pc,
@@ -278,6 +341,8 @@ static ngx_int_t ngx_platform_pg_result(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, PGresult *res);
 static ngx_int_t ngx_platform_pg_result_rc(ngx_platform_pg_conn_t *pc,
     ngx_platform_pg_op_t *op, ngx_platform_pg_stmt_t *stmt, PGresult *res);
+static void ngx_platform_pg_segment_done(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *last);
 static void ngx_platform_pg_complete(ngx_platform_pg_op_t *op);
 static void ngx_platform_pg_settle(ngx_platform_pg_conn_t *pc);
 static void ngx_platform_pg_arm(ngx_platform_pg_conn_t *pc);
@@ -356,6 +421,9 @@ static ngx_platform_pg_stmt_t   ngx_platform_pg_prefixes[8] = {
       " set_config('lock_timeout', $3, true)", 3, 0, 1 }
 };
 
+/* the scope of a read of no tenant that may share a transaction */
+static ngx_str_t                ngx_platform_pg_no_scope = ngx_string("");
+
 /* platform_pg_lock_timeout as PostgreSQL reads it; empty: none */
 static ngx_str_t                ngx_platform_pg_lock_timeout;
 static u_char                   ngx_platform_pg_lock_timeout_text[NGX_INT_T_LEN
@@ -404,6 +472,16 @@ ngx_platform_pg_single(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *owner,
 
     if (stmt->unscoped) {
         scope = NULL;
+
+    } else if (scope == NULL && read && ngx_platform_pg_primary
+               && ngx_platform_pg_primary->conf->pg_row_security
+               && ngx_platform_pg_primary->conf->pg_coalesce)
+    {
+        /*
+         * a read of no tenant may share a transaction with a tenant's: it
+         * sets the empty scope, which sees no tenant's rows
+         */
+        scope = &ngx_platform_pg_no_scope;
     }
 
     lock = !read && !stmt->unscoped && ngx_platform_pg_lock_timeout.len;
@@ -723,16 +801,19 @@ ngx_platform_pg_owner_release(ngx_platform_pg_owner_t *o)
 
 /*
  * An idle connection; else a new one, while the pool may grow, so that a
- * statement waits behind another only when it must; else the least loaded
- * connection that is not stalled, the one whose oldest statement is the
- * youngest among equals; else a stalled one with room; else the queue.
+ * statement waits behind another only when it must; else, for a read, the
+ * connection where this pass of the event loop opened a segment of reads,
+ * while it has room, so that they share its sync point; else the least
+ * loaded connection that is not stalled, the one whose oldest statement
+ * is the youngest among equals; else a stalled one with room; else the
+ * queue.
  */
 
 static ngx_int_t
 ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
     ngx_platform_pg_owner_t *owner)
 {
-    ngx_platform_pg_conn_t  *pc;
+    ngx_platform_pg_conn_t  *pc, *open;
 
     if (owner && owner->running >= pool->slot_share) {
         /* its share of the slots is in use: it may wait for its turn */
@@ -751,7 +832,7 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
 
     pc = ngx_platform_pg_pick(pool, 0);
 
-    if (pc && (pc->nops == 0 || !ngx_platform_pg_can_connect(pool))) {
+    if (pc && pc->nops == 0) {
         ngx_platform_pg_send(pc, op);
         return NGX_DONE;
     }
@@ -760,6 +841,15 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
         && ngx_platform_pg_connect(pool, op) == NGX_OK)
     {
         return NGX_DONE;
+    }
+
+    if (op->read && pool->conf->pg_coalesce) {
+        open = ngx_platform_pg_pick_open(pool);
+
+        if (open) {
+            ngx_platform_pg_send(open, op);
+            return NGX_DONE;
+        }
     }
 
     if (pc == NULL) {
@@ -923,6 +1013,41 @@ ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op)
         op->owner->waiting--;
         op->owner->running++;
     }
+}
+
+
+/* a connection with an open segment of reads and room, not stalled */
+
+static ngx_platform_pg_conn_t *
+ngx_platform_pg_pick_open(ngx_platform_pg_pool_t *pool)
+{
+    ngx_queue_t             *q;
+    ngx_platform_pg_op_t    *head;
+    ngx_platform_pg_conn_t  *pc;
+
+    for (q = ngx_queue_head(&pool->conns);
+         q != ngx_queue_sentinel(&pool->conns);
+         q = ngx_queue_next(q))
+    {
+        pc = ngx_queue_data(q, ngx_platform_pg_conn_t, queue);
+
+        if (pc->open == NULL
+            || pc->broken
+            || pc->nops >= pool->conf->pg_pipeline_depth
+            || (pool->conf->pg_max_uses && pc->uses >= pool->conf->pg_max_uses))
+        {
+            continue;
+        }
+
+        head = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
+                              queue);
+
+        if (ngx_current_msec - head->sent < NGX_PLATFORM_PG_STALL) {
+            return pc;
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -1246,6 +1371,8 @@ ngx_platform_pg_op_clear(ngx_platform_pg_op_t *op)
     op->slot = 0;
     op->failed = 0;
     op->rc = NGX_OK;
+    op->sync = 0;
+    op->aborted = 0;
 }
 
 
@@ -1708,15 +1835,27 @@ ngx_platform_pg_send(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
  * them), then the executes, then the sync point that closes the
  * operation's implicit transaction. The slots record what was sent, in
  * the order its results come back.
+ *
+ * A read that needs no prepare gets no sync point of its own: it joins
+ * the connection's open segment, which the next operation that is not
+ * such a read, or the flush at the end of this pass of the event loop,
+ * closes with one sync point.
  */
 
 static ngx_int_t
 ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
 {
-    ngx_uint_t               i;
+    ngx_uint_t               i, shared;
     ngx_platform_pg_call_t  *call;
 
     op->sent = ngx_current_msec;
+    op->sync = 0;
+
+    shared = ngx_platform_pg_shares(pc, op);
+
+    if (!shared && ngx_platform_pg_sync(pc) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (pc->pool->conf->pg_prepare
         && ngx_platform_pg_send_prepares(pc, op) != NGX_OK)
@@ -1724,7 +1863,19 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         return NGX_ERROR;
     }
 
-    for (i = 0; i < op->ncalls; i++) {
+    /*
+     * In a segment, the settings of the read before, the same as op's,
+     * are still those of the implicit transaction: op's are not sent
+     * again. A read sent again alone sends them.
+     */
+
+    i = 0;
+
+    if (shared && pc->open && ngx_platform_pg_same_prefix(pc->open, op)) {
+        i = 1;
+    }
+
+    for ( /* void */ ; i < op->ncalls; i++) {
         call = &op->calls[i];
 
         if (i >= op->first) {
@@ -1740,8 +1891,16 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
         op->nslots++;
     }
 
-    if (PQpipelineSync(pc->conn) == 0) {
-        return NGX_ERROR;
+    if (shared) {
+        pc->open = op;
+        pc->nopen++;
+
+    } else {
+        if (PQpipelineSync(pc->conn) == 0) {
+            return NGX_ERROR;
+        }
+
+        op->sync = 1;
     }
 
     /*
@@ -1752,6 +1911,97 @@ ngx_platform_pg_send_op(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
     if (!pc->flush.posted) {
         ngx_post_event(&pc->flush, &ngx_posted_events);
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Whether op may share a sync point with the reads around it: a read
+ * whose statements, its scope's included, are prepared on pc already,
+ * or are sent unnamed. A prepare goes in a segment of its own, first,
+ * so that no other statement's error may abort it (the statements sent
+ * after it, counting on it, would then fail).
+ */
+
+static ngx_uint_t
+ngx_platform_pg_shares(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op)
+{
+    ngx_uint_t  i;
+
+    if (!op->read || op->alone || !pc->pool->conf->pg_coalesce) {
+        return 0;
+    }
+
+    if (!pc->pool->conf->pg_prepare) {
+        return 1;
+    }
+
+    for (i = 0; i < op->ncalls; i++) {
+        if (!ngx_platform_pg_is_prepared(pc, op->calls[i].stmt)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* whether op's hidden first call sets what prev's did */
+
+static ngx_uint_t
+ngx_platform_pg_same_prefix(ngx_platform_pg_op_t *prev,
+    ngx_platform_pg_op_t *op)
+{
+    int                      n;
+    ngx_platform_pg_call_t  *a, *b;
+
+    if (!prev->first || !op->first) {
+        return 0;
+    }
+
+    a = &prev->calls[0];
+    b = &op->calls[0];
+
+    if (a->stmt != b->stmt) {
+        return 0;
+    }
+
+    for (n = 0; n < b->stmt->nparams; n++) {
+        if (a->lengths[n] != b->lengths[n]
+            || (a->values[n] == NULL) != (b->values[n] == NULL)
+            || (b->values[n]
+                && ngx_memcmp(a->values[n], b->values[n], b->lengths[n])
+                   != 0))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* the open segment of reads, if any, is closed by one sync point */
+
+static ngx_int_t
+ngx_platform_pg_sync(ngx_platform_pg_conn_t *pc)
+{
+    if (pc->open == NULL) {
+        return NGX_OK;
+    }
+
+    if (PQpipelineSync(pc->conn) == 0) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pc->pool->log, 0,
+                   "platform pg %s sync after %ui reads",
+                   pc->pool->name, pc->nopen);
+
+    pc->open->sync = 1;
+    pc->open = NULL;
+    pc->nopen = 0;
 
     return NGX_OK;
 }
@@ -1817,7 +2067,10 @@ ngx_platform_pg_flush_handler(ngx_event_t *ev)
     pc = (ngx_platform_pg_conn_t *)
              ((u_char *) ev - offsetof(ngx_platform_pg_conn_t, flush));
 
-    if (pc->broken || ngx_platform_pg_flush(pc) != NGX_OK) {
+    if (pc->broken
+        || ngx_platform_pg_sync(pc) != NGX_OK
+        || ngx_platform_pg_flush(pc) != NGX_OK)
+    {
         ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
                              PQerrorMessage(pc->conn));
     }
@@ -1969,15 +2222,17 @@ ngx_platform_pg_timer_handler(ngx_event_t *ev)
 
 /*
  * Results come in the order the operations were sent. For each command
- * of the head operation: its result, then NULL; after an error,
- * PGRES_PIPELINE_ABORTED for the rest of the operation; last
- * PGRES_PIPELINE_SYNC for its sync point.
+ * of an operation: its result, then NULL; after an error,
+ * PGRES_PIPELINE_ABORTED for the rest of the segment; last
+ * PGRES_PIPELINE_SYNC for the segment's sync point, which follows the
+ * last operation of a segment of reads, or each other operation.
  */
 
 static void
 ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 {
     PGresult              *res;
+    ngx_queue_t           *q;
     ngx_platform_pg_op_t  *op;
 
     if (PQconsumeInput(pc->conn) == 0) {
@@ -1996,8 +2251,25 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
     while (pc->nops && !PQisBusy(pc->conn)) {
 
-        op = ngx_queue_data(ngx_queue_head(&pc->ops), ngx_platform_pg_op_t,
-                            queue);
+        op = pc->reading;
+
+        if (op == NULL) {
+            op = ngx_queue_data(ngx_queue_head(&pc->ops),
+                                ngx_platform_pg_op_t, queue);
+        }
+
+        if (op->slot == op->nslots && !op->sync) {
+            /* read; the next read of its segment follows, once sent */
+
+            q = ngx_queue_next(&op->queue);
+
+            if (q == ngx_queue_sentinel(&pc->ops)) {
+                break;
+            }
+
+            pc->reading = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+            continue;
+        }
 
         res = PQgetResult(pc->conn);
 
@@ -2030,18 +2302,9 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
 
         PQclear(res);
 
-        ngx_platform_metrics_observe(pc->pool == ngx_platform_pg_replica
-                                     ? NGX_PLATFORM_H_PG_READ
-                                     : NGX_PLATFORM_H_PG_PRIMARY,
-                                     ngx_current_msec - op->sent);
+        /* the handlers may send on this connection; that never closes it */
 
-        ngx_queue_remove(&op->queue);
-        pc->nops--;
-        op->conn = NULL;
-
-        /* the handler may send on this connection; that never closes it */
-
-        ngx_platform_pg_complete(op);
+        ngx_platform_pg_segment_done(pc, op);
 
         if (pc->broken) {
             ngx_platform_pg_fail(pc, NGX_PLATFORM_UNAVAILABLE,
@@ -2051,6 +2314,82 @@ ngx_platform_pg_receive(ngx_platform_pg_conn_t *pc)
     }
 
     ngx_platform_pg_settle(pc);
+}
+
+
+/*
+ * The sync point after last is read: the operations of its segment, the
+ * head to last, leave the connection. An error in a segment of reads
+ * aborted the reads after it, which did not fail: each is sent again
+ * with a sync point of its own, so that a failing statement fails only
+ * its own caller. The others get their results.
+ */
+
+static void
+ngx_platform_pg_segment_done(ngx_platform_pg_conn_t *pc,
+    ngx_platform_pg_op_t *last)
+{
+    ngx_queue_t            done, *q, *next;
+    ngx_platform_pg_op_t  *op;
+
+    pc->reading = NULL;
+
+    ngx_queue_init(&done);
+
+    do {
+        q = ngx_queue_head(&pc->ops);
+        ngx_queue_remove(q);
+        pc->nops--;
+
+        ngx_queue_insert_tail(&done, q);
+
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+        op->conn = NULL;
+
+    } while (op != last);
+
+    for (q = ngx_queue_head(&done);
+         q != ngx_queue_sentinel(&done);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+
+        if (!op->aborted || op->rc != NGX_OK) {
+            continue;
+        }
+
+        ngx_queue_remove(q);
+
+        if (op->cleanup == NULL) {
+            /* nobody waits for it */
+            ngx_platform_pg_op_free(op);
+            continue;
+        }
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->pool->log, 0,
+                       "platform pg statement \"%s\" sent again alone",
+                       op->calls[op->ncalls - 1].stmt->name);
+
+        ngx_platform_pg_op_clear(op);
+        op->alone = 1;
+
+        ngx_platform_pg_send(pc, op);
+    }
+
+    while (!ngx_queue_empty(&done)) {
+        q = ngx_queue_head(&done);
+        ngx_queue_remove(q);
+
+        op = ngx_queue_data(q, ngx_platform_pg_op_t, queue);
+
+        ngx_platform_metrics_observe(pc->pool == ngx_platform_pg_replica
+                                     ? NGX_PLATFORM_H_PG_READ
+                                     : NGX_PLATFORM_H_PG_PRIMARY,
+                                     ngx_current_msec - op->sent);
+
+        ngx_platform_pg_complete(op);
+    }
 }
 
 
@@ -2073,6 +2412,8 @@ ngx_platform_pg_result(ngx_platform_pg_conn_t *pc, ngx_platform_pg_op_t *op,
         if (slot->prepare) {
             ngx_platform_pg_forget_prepared(pc, call->stmt);
         }
+
+        op->aborted = 1;
 
         PQclear(res);
         return NGX_OK;

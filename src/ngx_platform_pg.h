@@ -93,7 +93,11 @@ ngx_int_t ngx_platform_pg_query(ngx_pool_t *pool, ngx_log_t *log,
 /*
  * The same for a statement that only reads: it runs on the read pool
  * (platform_pg_read) when there is one, and on the primary when the read
- * pool cannot take it or loses it with its connection.
+ * pool cannot take it or loses it with its connection. It may share its
+ * sync point, so its implicit transaction, with the reads of other
+ * callers sent in the same pass of the event loop
+ * (platform_pg_coalesce): a statement that writes must never be given
+ * here.
  */
 ngx_int_t ngx_platform_pg_read_query(ngx_pool_t *pool, ngx_log_t *log,
     ngx_str_t *owner, ngx_str_t *scope, ngx_platform_pg_stmt_t *stmt,
