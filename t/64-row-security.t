@@ -132,24 +132,8 @@ is($out, "\n1", 'webhook events: "" sees the tenantless one only');
 # tenant_id of every row reads as the caller's: the statements' own
 # "tenant_id = $n" no longer tells tenants apart
 for my $table (qw(delivery_orders bank_transfers)) {
-    $t->psql(<<"SQL");
-ALTER TABLE $table RENAME TO ${table}_guarded;
-DO \$\$
-BEGIN
-    EXECUTE format('CREATE VIEW $table WITH (security_invoker = true)'
-                   ' AS SELECT %s FROM ${table}_guarded',
-        (SELECT string_agg(CASE a.attname WHEN 'tenant_id'
-                           THEN 'current_setting(''app.tenant_id'', true)'
-                                ' AS tenant_id'
-                           ELSE quote_ident(a.attname) END, ', '
-                           ORDER BY a.attnum)
-           FROM pg_attribute a
-          WHERE a.attrelid = '${table}_guarded'::regclass
-            AND a.attnum > 0 AND NOT a.attisdropped));
-END
-\$\$;
-GRANT SELECT ON $table TO platform_module;
-SQL
+    $t->psql(Platform::Test::tenant_blind_view($table)
+             . "GRANT SELECT ON $table TO platform_module;");
 }
 
 my $conf = <<'EOF';

@@ -287,6 +287,13 @@ Stores an API key of tenant-demo of each scope, C<trades> and
 C<webhooks>, with ids of their own (C<$tag>, four hex digits), and
 returns them by scope.
 
+=item Platform::Test::tenant_blind_view($table)
+
+SQL that renames C<$table> to C<${table}_guarded> and puts in its place a
+view whose C<tenant_id> is always the caller's scope, so that the
+statements' own tenant conditions no longer tell tenants apart and only
+row-level security does.
+
 =item Platform::Test::is_envelope_b_error($r, $status, $message, $detail, $name)
 
 Three tests: a response C<$r> of C<request> has C<$status>, the JSON
@@ -525,6 +532,32 @@ sub ignore_redis_failover {
     $self->ignore_log(qr/redis: /);
     $self->ignore_log(qr/platform: Redis (?:answered|error|cannot|answers)/);
     $self->ignore_log(qr/webhooks: Redis/);
+}
+
+# SQL that takes the tenant condition away from the module's statements
+# on $table: the table is renamed ${table}_guarded, and a view of its
+# name, run with the caller's rights, reads tenant_id as the caller's
+# scope. Only row-level security then tells tenants apart.
+sub tenant_blind_view {
+    my ($table) = @_;
+
+    return <<"SQL";
+ALTER TABLE $table RENAME TO ${table}_guarded;
+DO \$\$
+BEGIN
+    EXECUTE format('CREATE VIEW $table WITH (security_invoker = true)'
+                   ' AS SELECT %s FROM ${table}_guarded',
+        (SELECT string_agg(CASE a.attname WHEN 'tenant_id'
+                           THEN 'current_setting(''app.tenant_id'', true)'
+                                ' AS tenant_id'
+                           ELSE quote_ident(a.attname) END, ', '
+                           ORDER BY a.attnum)
+           FROM pg_attribute a
+          WHERE a.attrelid = '${table}_guarded'::regclass
+            AND a.attnum > 0 AND NOT a.attisdropped));
+END
+\$\$;
+SQL
 }
 
 sub is_envelope_b_error {
