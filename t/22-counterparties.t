@@ -23,6 +23,10 @@ my $t = Platform::Test->new();
 my $k = Platform::JWT::keys($t->testdir . '/keys');
 
 $t->run(<<'EOF');
+    # the concurrent updates below wait 0.3 s on a row the test holds: with
+    # the queue behind it, that must not reach the lock timeout (503)
+    platform_pg_lock_timeout 10s;
+
     server {
         listen 127.0.0.1:%%PORT%%;
         location ~ ^/api/v[^/]+/Counterparties/ {

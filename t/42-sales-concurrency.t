@@ -21,6 +21,8 @@ my $k = Platform::JWT::keys($t->testdir . '/keys');
 $t->run(<<'EOF');
     # the races below keep payments queued for a connection for seconds
     platform_pg_queue_timeout 10s;
+    # and on the sale's row, behind one another: not the lock timeout's 503
+    platform_pg_lock_timeout 10s;
 
     server {
         listen 127.0.0.1:%%PORT%%;
