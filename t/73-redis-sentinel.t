@@ -69,7 +69,11 @@ EOF
 
 $t->ignore_redis_failover;
 
-ok($t->wait_until(sub { $t->request('GET', '/health')->{status} == 200 }),
+# each worker subscribes to a sentinel once its master answered ROLE: the
+# requests below may reach either
+ok($t->wait_until(sub { $s->subscribers == 2 }, 10),
+   'each worker found the master and listens to a sentinel');
+is($t->request('GET', '/health')->{status}, 200,
    'health: connected to the master the sentinels name');
 like($t->error_log, qr/the master "platform" is at "\Q${\ $s->master }\E"/,
      'the master found through the sentinels');

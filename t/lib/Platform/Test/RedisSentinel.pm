@@ -77,6 +77,14 @@ it reaches whose link to the master is up: a failover can start at once.
 True then, false after C<$seconds> (default 10). The constructor,
 C<kill_master> and C<failover> wait for it.
 
+=item subscribers([$addr])
+
+The client connections subscribed to a channel (C<CLIENT LIST>, C<sub=>)
+on the sentinel at C<$addr>, or on all the live sentinels of the set. A
+worker subscribes to C<+switch-master> on the sentinel that named its
+master once that master answered C<ROLE>: a test waits for one per worker
+before it counts on every worker having found the master.
+
 =item kill_master
 
 SIGKILLs the current master and returns its address.
@@ -351,6 +359,14 @@ sub redis {
     my ($self, @cmd) = @_;
     my $m = $self->master // die "no sentinel reports a master\n";
     return $self->redis_at($m, @cmd);
+}
+
+sub subscribers {
+    my ($self, $addr) = @_;
+    my @on = defined $addr ? ($self->_node($addr)) : $self->_live('sentinel');
+    my $n = 0;
+    $n += () = $self->_cli($_, 'CLIENT', 'LIST') =~ /\bsub=[1-9]/g for @on;
+    return $n;
 }
 
 sub kill_master {
