@@ -286,6 +286,8 @@ static ngx_uint_t ngx_platform_pg_may_run(ngx_platform_pg_pool_t *pool,
 static void ngx_platform_pg_unqueue(ngx_platform_pg_op_t *op);
 static ngx_platform_pg_conn_t *ngx_platform_pg_pick_open(
     ngx_platform_pg_pool_t *pool);
+static ngx_int_t ngx_platform_pg_enqueue(ngx_platform_pg_pool_t *pool,
+    ngx_platform_pg_op_t *op, ngx_platform_pg_owner_t *owner, ngx_int_t full);
 static ngx_uint_t ngx_platform_pg_queue_room(ngx_platform_pg_pool_t *pool,
     ngx_platform_pg_owner_t *owner);
 static void ngx_platform_pg_push_out(ngx_platform_pg_op_t *op);
@@ -817,17 +819,8 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
 
     if (owner && owner->running >= pool->slot_share) {
         /* its share of the slots is in use: it may wait for its turn */
-
-        if (owner->waiting >= pool->queue_share) {
-            return NGX_PLATFORM_OVER_SHARE;
-        }
-
-        if (ngx_platform_pg_queue_room(pool, owner)) {
-            ngx_platform_pg_wait(pool, op);
-            return NGX_DONE;
-        }
-
-        return NGX_PLATFORM_OVER_SHARE;
+        return ngx_platform_pg_enqueue(pool, op, owner,
+                                       NGX_PLATFORM_OVER_SHARE);
     }
 
     pc = ngx_platform_pg_pick(pool, 0);
@@ -865,16 +858,32 @@ ngx_platform_pg_place(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
         return NGX_PLATFORM_UNAVAILABLE;
     }
 
+    return ngx_platform_pg_enqueue(pool, op, owner, NGX_PLATFORM_UNAVAILABLE);
+}
+
+
+/*
+ * op waits in the queue, unless its owner holds its share of the queue
+ * already (429), or the queue is full and no owner waits more than this
+ * one would: then "full" is the answer, 429 for an owner at its share of
+ * the slots, 503 for a pool with no room at all.
+ */
+
+static ngx_int_t
+ngx_platform_pg_enqueue(ngx_platform_pg_pool_t *pool, ngx_platform_pg_op_t *op,
+    ngx_platform_pg_owner_t *owner, ngx_int_t full)
+{
     if (owner && owner->waiting >= pool->queue_share) {
         return NGX_PLATFORM_OVER_SHARE;
     }
 
-    if (ngx_platform_pg_queue_room(pool, owner)) {
-        ngx_platform_pg_wait(pool, op);
-        return NGX_DONE;
+    if (!ngx_platform_pg_queue_room(pool, owner)) {
+        return full;
     }
 
-    return NGX_PLATFORM_UNAVAILABLE;
+    ngx_platform_pg_wait(pool, op);
+
+    return NGX_DONE;
 }
 
 
