@@ -19,6 +19,9 @@
 
 #define NGX_PLATFORM_REQUEST_ID_MAX  64
 
+/* random bytes drawn at a time for trace and span ids: 42 requests' */
+#define NGX_PLATFORM_RANDOM_AHEAD    1024
+
 
 static void ngx_platform_request_id(ngx_http_request_t *r,
     ngx_platform_ctx_t *ctx);
@@ -26,6 +29,7 @@ static void ngx_platform_trace(ngx_http_request_t *r, ngx_platform_ctx_t *ctx);
 static ngx_uint_t ngx_platform_traceparent_valid(ngx_str_t *value);
 static ngx_uint_t ngx_platform_hex_id(u_char *p, size_t len);
 static void ngx_platform_random_id(u_char *p, size_t len);
+static ngx_int_t ngx_platform_random_bytes(u_char *p, size_t n);
 static ngx_uint_t ngx_platform_headers(ngx_http_request_t *r, char *name,
     ngx_str_t *value);
 static void ngx_platform_xorshift_hex(u_char *p, size_t len);
@@ -44,6 +48,11 @@ static ngx_http_log_handler_pt  ngx_platform_http_log_handler;
 /* the state of the request ids' generator, and whose it is */
 static uint64_t                 ngx_platform_rid[2];
 static ngx_pid_t                ngx_platform_rid_pid;
+
+/* OpenSSL's random bytes not used yet, and whose they are */
+static u_char                   ngx_platform_random[NGX_PLATFORM_RANDOM_AHEAD];
+static size_t                   ngx_platform_random_left;
+static ngx_pid_t                ngx_platform_random_pid;
 
 
 ngx_platform_ctx_t *
@@ -260,7 +269,7 @@ ngx_platform_random_id(u_char *p, size_t len)
     static u_char  hex[] = "0123456789abcdef";
 
     do {
-        if (RAND_bytes(bytes, len / 2) != 1) {
+        if (ngx_platform_random_bytes(bytes, len / 2) != NGX_OK) {
             ngx_platform_xorshift_hex(p, len);
             continue;
         }
@@ -271,6 +280,36 @@ ngx_platform_random_id(u_char *p, size_t len)
         }
 
     } while (ngx_platform_hex_id(p, len) != 1);
+}
+
+
+/*
+ * n bytes of OpenSSL's generator, drawn a kilobyte at a time: each call
+ * costs a lock, a getpid() and a parameter look-up, as much as the rest
+ * of a small request's work in the module. A process never uses bytes
+ * drawn by another: a worker forked with some starts afresh.
+ */
+
+static ngx_int_t
+ngx_platform_random_bytes(u_char *p, size_t n)
+{
+    if (ngx_platform_random_pid != ngx_pid) {
+        ngx_platform_random_pid = ngx_pid;
+        ngx_platform_random_left = 0;
+    }
+
+    if (ngx_platform_random_left < n) {
+        if (RAND_bytes(ngx_platform_random, NGX_PLATFORM_RANDOM_AHEAD) != 1) {
+            return NGX_ERROR;
+        }
+
+        ngx_platform_random_left = NGX_PLATFORM_RANDOM_AHEAD;
+    }
+
+    ngx_platform_random_left -= n;
+    ngx_memcpy(p, ngx_platform_random + ngx_platform_random_left, n);
+
+    return NGX_OK;
 }
 
 

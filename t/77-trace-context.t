@@ -156,6 +156,17 @@ is($b1->{traceparent}, "00-$new1-$span1-00",
    'no traceparent: the bureau gets the new trace');
 is($b2->{tracestate}, '', 'no traceparent: a tracestate is not passed on');
 
+# the worker draws random bytes ahead, a kilobyte at a time: 200 requests
+# use several draws, and no id comes twice
+my (%ids, $bad);
+for my $h (map { $t->request_async('GET', '/api/nothing') } 1 .. 200) {
+    my ($id, $span) = ($h->wait->{headers}{traceresponse} // '')
+                      =~ /^00-([0-9a-f]{32})-($hex16)-00$/ or $bad++;
+    $ids{$_}++ for grep { defined } $id, $span;
+}
+ok(!$bad && 400 == keys %ids,
+   'no traceparent: 200 new traces and spans, each id once');
+
 # --- malformed traceparents start a new trace -----------------------------
 
 my %malformed = (
