@@ -158,15 +158,8 @@ is($s->redis('GET', 'webhook:source:src::ev-1'), 'stored',
 unlike($t->error_log, qr/master-secret|sentinel-secret/,
        'no password in the log');
 
-# the test's own sentinels: subscribed connections
-sub listeners {
-    my ($addr) = @_;
-    my ($port) = $addr =~ /:(\d+)$/;
-    my $list = `redis-cli -p $port -a sentinel-secret --no-auth-warning CLIENT LIST 2>&1`;
-    return scalar(() = $list =~ /\bsub=1\b/g);
-}
-
-is(listeners($liar) + listeners($stranger), 0,
+is(Platform::Test::redis_subscribers($liar, 'sentinel-secret')
+   + Platform::Test::redis_subscribers($stranger, 'sentinel-secret'), 0,
    'discovery: none to one that named a replica or knows another master');
 
 ### sentinels that only name a replica or do not know the master

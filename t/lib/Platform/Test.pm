@@ -276,6 +276,11 @@ The configuration of a test of a Redis deployment for C<run>: its
 directives, then a server with OTP (attempt limits lifted), the webhooks
 of source C<src>, C<location = /health> and C<$locations>.
 
+=item Platform::Test::redis_subscribers($addr[, $password])
+
+The client connections subscribed to a channel (C<CLIENT LIST>, C<sub=>)
+on the Redis server or sentinel at C<$addr> (C<127.0.0.1:PORT>).
+
 =item $t->ignore_redis_failover
 
 Marks as expected the error log lines of a Redis deployment failing over
@@ -524,6 +529,16 @@ $redis
         location = /health { platform_health; }
 $locations    }
 EOF
+}
+
+# the connections subscribed to a channel on the server at $addr
+sub redis_subscribers {
+    my ($addr, $password) = @_;
+    my ($port) = $addr =~ /:(\d+)$/;
+    my (undef, $list) = _capture('redis-cli', '-h', '127.0.0.1', '-p', $port,
+        (defined $password ? ('-a', $password, '--no-auth-warning') : ()),
+        'CLIENT', 'LIST');
+    return scalar(() = $list =~ /\bsub=[1-9]/g);
 }
 
 # what a worker logs while a Redis deployment fails over, expected there

@@ -77,10 +77,10 @@ it reaches whose link to the master is up: a failover can start at once.
 True then, false after C<$seconds> (default 10). The constructor,
 C<kill_master> and C<failover> wait for it.
 
-=item subscribers([$addr])
+=item subscribers
 
-The client connections subscribed to a channel (C<CLIENT LIST>, C<sub=>)
-on the sentinel at C<$addr>, or on all the live sentinels of the set. A
+The client connections subscribed to a channel on the live sentinels of
+the set (C<Platform::Test::redis_subscribers>). A
 worker subscribes to C<+switch-master> on the sentinel that named its
 master once that master answered C<ROLE>: a test waits for one per worker
 before it counts on every worker having found the master.
@@ -362,10 +362,10 @@ sub redis {
 }
 
 sub subscribers {
-    my ($self, $addr) = @_;
-    my @on = defined $addr ? ($self->_node($addr)) : $self->_live('sentinel');
+    my ($self) = @_;
     my $n = 0;
-    $n += () = $self->_cli($_, 'CLIENT', 'LIST') =~ /\bsub=[1-9]/g for @on;
+    $n += Platform::Test::redis_subscribers(_addr($_), $_->{password})
+        for $self->_live('sentinel');
     return $n;
 }
 
